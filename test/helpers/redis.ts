@@ -1,0 +1,78 @@
+// Where Redis-backed tests find their Redis: REDIS_URL when set; otherwise a private
+// redis-server on a free port when the binary exists; otherwise the tests are skipped with a
+// loud notice, unless REQUIRE_REDIS=1 (CI), where a missing Redis fails the run.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export interface TestRedis {
+  url: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+function hasRedisServer(): boolean {
+  return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+async function waitForPing(port: number, child: ChildProcess): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const deadline = Date.now() + 5_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
+    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 });
+    try {
+      await client.connect();
+      await client.ping();
+      client.disconnect();
+      return;
+    } catch {
+      client.disconnect();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error('redis-server did not answer within 5 s');
+}
+
+/** A Redis for this test file, or null (tests must then skip) when none can be had. */
+export async function startTestRedis(): Promise<TestRedis | null> {
+  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => {} };
+  if (hasRedisServer()) {
+    const port = await freePort();
+    const child = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    await waitForPing(port, child);
+    return {
+      url: `redis://127.0.0.1:${port}`,
+      stop: async () => {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      },
+    };
+  }
+  if (process.env.REQUIRE_REDIS === '1') {
+    throw new Error('REQUIRE_REDIS=1 but neither REDIS_URL nor a redis-server binary is available');
+  }
+  console.warn('\n!!! NO REDIS: set REDIS_URL or install redis-server; Redis-backed tests are SKIPPED !!!\n');
+  return null;
+}
+
+/** A key prefix unique to one test run, so tests never touch data they did not write. */
+export function uniquePrefix(name: string): string {
+  return `cpgw-test:${name}:${process.pid}:${Math.random().toString(36).slice(2, 8)}:`;
+}
