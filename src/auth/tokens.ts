@@ -1,0 +1,32 @@
+// App and admin tokens: issuing (cpgw token new), hashing (SHA-256, the only form config
+// holds) and constant-time matching. A token itself is never stored or logged.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export function newToken(): string {
+  return `cpgw_${randomBytes(32).toString('base64url')}`;
+}
+
+export function tokenHash(token: string): string {
+  return `sha256:${createHash('sha256').update(token, 'utf8').digest('hex')}`;
+}
+
+/** Reads a bearer token from an Authorization header value. */
+export function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+/**
+ * Finds the entry whose hash matches the token. Every entry is compared, in constant time,
+ * whatever matches earlier, so timing says nothing about which hashes exist.
+ */
+export function matchToken<T extends { tokenHash: string }>(token: string, entries: readonly T[]): T | null {
+  const presented = Buffer.from(tokenHash(token));
+  let found: T | null = null;
+  for (const entry of entries) {
+    const expected = Buffer.from(entry.tokenHash);
+    if (expected.length === presented.length && timingSafeEqual(expected, presented)) found = entry;
+  }
+  return found;
+}

@@ -1,0 +1,129 @@
+// The gateway's configuration: every setting, its default and its limits in one place, plus
+// the CPGW_* environment names that override them. Loading and error reporting live in
+// load.ts; nothing else in the code base reads process.env for configuration.
+import { z } from 'zod';
+
+export const SCOPES = ['read:companies', 'read:checks', 'read:persons'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+const tokenHash = z
+  .string()
+  .regex(
+    /^sha256:[0-9a-f]{64}$/,
+    'must be "sha256:" followed by 64 lowercase hex digits (cpgw token new prints it)',
+  );
+
+const appSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(
+        /^[a-z][a-z0-9_-]{0,62}$/,
+        'must be lowercase letters, digits, "-" or "_", starting with a letter',
+      ),
+    tokenHash,
+    scopes: z.array(z.enum(SCOPES)).min(1).default(['read:companies', 'read:checks']),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    server: z
+      .object({
+        host: z.string().default('127.0.0.1'),
+        port: z.number().int().min(0).max(65535).default(8080),
+        bodyLimitBytes: z.number().int().min(1024).max(10_485_760).default(65_536),
+        /** After SIGTERM: how long in-flight requests may take before connections are cut. */
+        shutdownGraceMs: z.number().int().min(0).max(300_000).default(30_000),
+        trustProxy: z.boolean().default(false),
+      })
+      .strict()
+      .default({} as never),
+    upstream: z
+      .object({
+        url: z.url().default('https://api.counterparty.example'),
+        /** The spec advises at least 15 s for ordinary calls and 30 s for POST /v1/check. */
+        timeoutMs: z.number().int().min(100).max(120_000).default(15_000),
+        checkTimeoutMs: z.number().int().min(100).max(300_000).default(30_000),
+        connections: z.number().int().min(1).max(1024).default(64),
+      })
+      .strict()
+      .default({} as never),
+    store: z
+      .object({
+        redisUrl: z
+          .string()
+          .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
+          .nullable()
+          .default(null),
+        prefix: z.string().min(1).default('cpgw:'),
+        cacheMaxBytes: z.number().int().min(1_048_576).default(268_435_456),
+      })
+      .strict()
+      .default({} as never),
+    log: z
+      .object({
+        level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      })
+      .strict()
+      .default({} as never),
+    admin: z
+      .object({ tokenHash: tokenHash.nullable().default(null) })
+      .strict()
+      .default({} as never),
+    apps: z.array(appSchema).default([]),
+  })
+  .strict()
+  .superRefine((config, ctx) => {
+    const seen = new Map<string, number>();
+    config.apps.forEach((app, i) => {
+      const first = seen.get(app.name);
+      if (first !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['apps', i, 'name'],
+          message: `duplicate app name (also apps.${first})`,
+        });
+      }
+      seen.set(app.name, i);
+    });
+    const hashes = new Map<string, number>();
+    config.apps.forEach((app, i) => {
+      const first = hashes.get(app.tokenHash);
+      if (first !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['apps', i, 'tokenHash'],
+          message: `same token as apps.${first}`,
+        });
+      }
+      hashes.set(app.tokenHash, i);
+    });
+  });
+
+export type GatewayConfig = z.infer<typeof configSchema>;
+export type AppConfig = z.infer<typeof appSchema>;
+
+/** Environment overrides: CPGW_* name → config path and how to read the string. */
+export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: 'string' | 'int' | 'bool' }> =
+  [
+    { env: 'CPGW_HOST', path: ['server', 'host'], type: 'string' },
+    { env: 'CPGW_PORT', path: ['server', 'port'], type: 'int' },
+    { env: 'CPGW_BODY_LIMIT_BYTES', path: ['server', 'bodyLimitBytes'], type: 'int' },
+    { env: 'CPGW_SHUTDOWN_GRACE_MS', path: ['server', 'shutdownGraceMs'], type: 'int' },
+    { env: 'CPGW_TRUST_PROXY', path: ['server', 'trustProxy'], type: 'bool' },
+    { env: 'CPGW_UPSTREAM_URL', path: ['upstream', 'url'], type: 'string' },
+    { env: 'CPGW_UPSTREAM_TIMEOUT_MS', path: ['upstream', 'timeoutMs'], type: 'int' },
+    { env: 'CPGW_UPSTREAM_CHECK_TIMEOUT_MS', path: ['upstream', 'checkTimeoutMs'], type: 'int' },
+    { env: 'CPGW_UPSTREAM_CONNECTIONS', path: ['upstream', 'connections'], type: 'int' },
+    { env: 'CPGW_REDIS_URL', path: ['store', 'redisUrl'], type: 'string' },
+    { env: 'CPGW_STORE_PREFIX', path: ['store', 'prefix'], type: 'string' },
+    { env: 'CPGW_CACHE_MAX_BYTES', path: ['store', 'cacheMaxBytes'], type: 'int' },
+    { env: 'CPGW_LOG_LEVEL', path: ['log', 'level'], type: 'string' },
+    { env: 'CPGW_ADMIN_TOKEN_HASH', path: ['admin', 'tokenHash'], type: 'string' },
+  ];
+
+/** Secrets: read only from the environment, never from a file. */
+export const SECRET_ENV = {
+  upstreamApiKey: 'CPGW_UPSTREAM_API_KEY',
+} as const;

@@ -1,0 +1,130 @@
+// Starts the gateway: load and validate config, build dependencies, listen, shut down
+// gracefully on SIGTERM/SIGINT. With no CPGW_UPSTREAM_API_KEY it runs the embedded demo:
+// the bundled emulator in the same process as the upstream, and a demo app with a fresh token.
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { newToken, tokenHash } from './auth/tokens.ts';
+import { systemClock } from './clock.ts';
+import { loadConfig } from './config/load.ts';
+import type { GatewayConfig } from './config/schema.ts';
+import { createEmulator } from './emulator/emulator-server.ts';
+import { createLogger } from './logger.ts';
+import { buildServer } from './server.ts';
+import { createStore } from './store/create-store.ts';
+import { UpstreamClient } from './upstream/upstream-client.ts';
+
+export interface RunningGateway {
+  server: FastifyInstance;
+  url: string;
+  /** Set in demo mode: the demo app's token (printed once at start). */
+  demoToken: string | null;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  configFiles?: string[];
+  env?: Record<string, string | undefined>;
+  logger?: Logger;
+  /** Print the start-up banner (the CLI does; tests don't). */
+  banner?: (text: string) => void;
+}
+
+export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
+  const { config, upstreamApiKey } = loadConfig({ files: options.configFiles, env: options.env });
+  const logger = options.logger ?? createLogger(config.log.level);
+  const cleanups: Array<() => Promise<void>> = [];
+
+  let upstreamUrl = config.upstream.url;
+  let apiKey = upstreamApiKey;
+  let demoToken: string | null = null;
+  let effective: GatewayConfig = config;
+
+  if (apiKey === null) {
+    const emulatorKey = `emu_${newToken().slice(5)}`;
+    const emulator = await createEmulator({
+      port: 0,
+      host: '127.0.0.1',
+      apiKeys: [emulatorKey],
+      logger: false,
+    });
+    cleanups.push(() => emulator.close());
+    upstreamUrl = emulator.url;
+    apiKey = emulatorKey;
+    demoToken = newToken();
+    effective = {
+      ...config,
+      apps: [
+        ...config.apps,
+        {
+          name: 'demo',
+          tokenHash: tokenHash(demoToken),
+          scopes: ['read:companies', 'read:checks', 'read:persons'],
+        },
+      ],
+    };
+    logger.warn(
+      { upstream: upstreamUrl },
+      'DEMO MODE: no CPGW_UPSTREAM_API_KEY set; using the bundled emulator as upstream',
+    );
+  } else if (config.apps.length === 0) {
+    throw new Error(
+      'no apps are configured: the gateway would refuse every call. Create one with `cpgw token new --app NAME` and add it under `apps:` in your config file (see config/gateway.example.yaml).',
+    );
+  }
+
+  const store = createStore({
+    redisUrl: config.store.redisUrl ?? undefined,
+    prefix: config.store.prefix,
+    clock: systemClock,
+    cacheMaxBytes: config.store.cacheMaxBytes,
+  });
+  cleanups.unshift(() => store.close());
+  const upstream = new UpstreamClient({ url: upstreamUrl, apiKey, connections: config.upstream.connections });
+  cleanups.unshift(() => upstream.close());
+
+  const server = await buildServer({ config: effective, upstream, store, clock: systemClock, logger });
+  try {
+    await server.listen({ host: config.server.host, port: config.server.port });
+  } catch (err) {
+    for (const cleanup of cleanups) await cleanup().catch(() => {});
+    throw err;
+  }
+  const address = server.server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  let closing: Promise<void> | null = null;
+  const close = () => {
+    closing ??= (async () => {
+      const grace = setTimeout(() => server.server.closeAllConnections(), config.server.shutdownGraceMs);
+      grace.unref();
+      await server.close();
+      clearTimeout(grace);
+      for (const cleanup of cleanups) await cleanup().catch((err) => logger.warn({ err }, 'cleanup failed'));
+    })();
+    return closing;
+  };
+
+  if (options.banner) options.banner(banner(url, demoToken, upstreamUrl));
+  return { server, url, demoToken, close };
+}
+
+function banner(url: string, demoToken: string | null, upstreamUrl: string): string {
+  if (!demoToken) return `cpgw gateway listening on ${url} (upstream ${new URL(upstreamUrl).origin})`;
+  return [
+    '',
+    '  cpgw is running in DEMO MODE: no CPGW_UPSTREAM_API_KEY is set, so the upstream is the',
+    `  bundled emulator (${upstreamUrl}) with synthetic data. Nothing here is real or billed.`,
+    '',
+    `  Gateway: ${url}`,
+    `  Demo app token (shown once): ${demoToken}`,
+    '',
+    '  Try it:',
+    `    curl -s -H 'Authorization: Bearer ${demoToken}' ${url}/v1/companies/7707083893 | head -c 400; echo`,
+    `    curl -s -H 'Authorization: Bearer ${demoToken}' '${url}/v1/suggest?q=%D0%A1%D0%B1%D0%B5%D1%80'`,
+    '',
+    '  For production: set CPGW_UPSTREAM_API_KEY and CPGW_CONFIG (see README.md). Ctrl-C stops.',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,116 @@
+// buildServer(): the gateway's fastify instance with every route, hook and error mapping,
+// but no listen() — tests and main.ts both use it. Owns nothing it did not create: the
+// store, the upstream client and the logger come in as dependencies.
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Clock } from './clock.ts';
+import type { GatewayConfig } from './config/schema.ts';
+import { ApiError, errorEnvelope } from './errors.ts';
+import { registerHealthRoutes } from './ops/health-routes.ts';
+import { ClientGone } from './pipeline/forward.ts';
+import { makeHandler } from './pipeline/index.ts';
+import type { Store } from './store/store.ts';
+import type { UpstreamClient } from './upstream/upstream-client.ts';
+import { UPSTREAM_ROUTES } from './upstream-routes.ts';
+
+export interface ServerDeps {
+  config: GatewayConfig;
+  upstream: UpstreamClient;
+  store: Pick<Store, 'ping'>;
+  clock: Clock;
+  logger: Logger;
+}
+
+export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
+  const { config } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: config.server.bodyLimitBytes,
+    trustProxy: config.server.trustProxy,
+    genReqId: () => randomUUID(),
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+
+  // Bodies are kept raw: validation parses JSON itself so a bad body is a 422 in the
+  // upstream's envelope, and the exact bytes go upstream.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const ctx = request.ctx;
+    request.log.info(
+      {
+        app: ctx?.app?.name ?? null,
+        route: ctx?.route.name ?? request.routeOptions.url ?? null,
+        method: request.method,
+        status: reply.statusCode,
+        durationMs: Math.round(reply.elapsedTime * 100) / 100,
+        upstreamMs: ctx?.upstreamMs !== undefined ? Math.round(ctx.upstreamMs * 100) / 100 : undefined,
+        cache: ctx?.cache ?? null,
+        charged: ctx?.chargedMinor ?? 0,
+        clientGone: request.raw.destroyed && !reply.raw.writableFinished ? true : undefined,
+      },
+      'request',
+    );
+  });
+
+  app.setErrorHandler((err: FastifyError | ApiError | Error, request, reply) => {
+    if (err instanceof ClientGone) return reply.code(499).send();
+    let apiError: ApiError;
+    if (err instanceof ApiError) {
+      apiError = err;
+    } else if ('statusCode' in err && typeof err.statusCode === 'number' && err.statusCode < 500) {
+      // fastify's own refusals (body too large, bad content type): a bad input, never a 500.
+      apiError = ApiError.validation([
+        { field: 'body', code: (err as FastifyError).code ?? 'invalid', message: err.message },
+      ]);
+    } else {
+      request.log.error({ err }, 'unhandled error');
+      apiError = new ApiError('internal_error');
+    }
+    if (apiError.status >= 500)
+      request.log.warn({ code: apiError.code, cause: describeCause(apiError.cause) }, 'refused');
+    return reply
+      .code(apiError.status)
+      .headers(apiError.headers)
+      .send(errorEnvelope(apiError.code, request.id, apiError.details, apiError.message));
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .code(404)
+      .send(
+        errorEnvelope(
+          'not_found',
+          request.id,
+          {},
+          `No such endpoint: ${request.method} ${request.url.split('?')[0]}`,
+        ),
+      ),
+  );
+
+  registerHealthRoutes(
+    app,
+    { store: () => deps.store.ping(), upstream: () => deps.upstream.probe(2_000) },
+    () => deps.clock.now(),
+  );
+
+  const pipelineDeps = { config, upstream: deps.upstream };
+  for (const route of UPSTREAM_ROUTES) {
+    app.route({ method: route.method, url: route.url, handler: makeHandler(route, pipelineDeps) });
+  }
+  return app;
+}
+
+function describeCause(cause: unknown): string | undefined {
+  if (!cause) return undefined;
+  const c = cause as { message?: string };
+  return c.message ?? String(cause);
+}
