@@ -3,7 +3,7 @@
 // offending key (and the env variable when it came from one). Never logs secret values.
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { configSchema, ENV_OVERRIDES, type GatewayConfig, SECRET_ENV } from './schema.ts';
+import { configSchema, crossFieldProblems, ENV_OVERRIDES, type GatewayConfig, SECRET_ENV } from './schema.ts';
 
 export interface LoadedConfig {
   config: GatewayConfig;
@@ -111,6 +111,7 @@ export function loadConfig(options: { files?: string[]; env?: Env } = {}): Loade
       setPath(raw, path, value);
     }
   }
+  problems.push(...crossFieldProblems(raw));
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {

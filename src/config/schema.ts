@@ -38,7 +38,7 @@ export const configSchema = z
         trustProxy: z.boolean().default(false),
       })
       .strict()
-      .default({} as never),
+      .prefault({}),
     upstream: z
       .object({
         url: z.url().default('https://api.counterparty.example'),
@@ -48,7 +48,7 @@ export const configSchema = z
         connections: z.number().int().min(1).max(1024).default(64),
       })
       .strict()
-      .default({} as never),
+      .prefault({}),
     store: z
       .object({
         redisUrl: z
@@ -60,46 +60,20 @@ export const configSchema = z
         cacheMaxBytes: z.number().int().min(1_048_576).default(268_435_456),
       })
       .strict()
-      .default({} as never),
+      .prefault({}),
     log: z
       .object({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
       })
       .strict()
-      .default({} as never),
+      .prefault({}),
     admin: z
       .object({ tokenHash: tokenHash.nullable().default(null) })
       .strict()
-      .default({} as never),
+      .prefault({}),
     apps: z.array(appSchema).default([]),
   })
-  .strict()
-  .superRefine((config, ctx) => {
-    const seen = new Map<string, number>();
-    config.apps.forEach((app, i) => {
-      const first = seen.get(app.name);
-      if (first !== undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['apps', i, 'name'],
-          message: `duplicate app name (also apps.${first})`,
-        });
-      }
-      seen.set(app.name, i);
-    });
-    const hashes = new Map<string, number>();
-    config.apps.forEach((app, i) => {
-      const first = hashes.get(app.tokenHash);
-      if (first !== undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['apps', i, 'tokenHash'],
-          message: `same token as apps.${first}`,
-        });
-      }
-      hashes.set(app.tokenHash, i);
-    });
-  });
+  .strict();
 
 export type GatewayConfig = z.infer<typeof configSchema>;
 export type AppConfig = z.infer<typeof appSchema>;
@@ -127,3 +101,22 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: '
 export const SECRET_ENV = {
   upstreamApiKey: 'CPGW_UPSTREAM_API_KEY',
 } as const;
+
+/** Checks across entries that the schema cannot see per entry; run on the raw input so they are reported with the rest. */
+export function crossFieldProblems(raw: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  if (!Array.isArray(raw.apps)) return problems;
+  const names = new Map<unknown, number>();
+  const hashes = new Map<unknown, number>();
+  raw.apps.forEach((app: unknown, i: number) => {
+    if (!app || typeof app !== 'object') return;
+    const { name, tokenHash } = app as { name?: unknown; tokenHash?: unknown };
+    if (name !== undefined && names.has(name))
+      problems.push(`apps.${i}.name: duplicate app name (also apps.${names.get(name)})`);
+    else names.set(name, i);
+    if (tokenHash !== undefined && hashes.has(tokenHash))
+      problems.push(`apps.${i}.tokenHash: same token as apps.${hashes.get(tokenHash)}`);
+    else hashes.set(tokenHash, i);
+  });
+  return problems;
+}
