@@ -1,0 +1,32 @@
+// Picks the Store backend: Redis when a URL is configured, the in-process memory store otherwise.
+// Must never: connect anywhere when no URL is given, or hide which backend it chose (Store.kind).
+import type { Clock } from '../clock.ts';
+import { MemoryStore } from './memory-store.ts';
+import { RedisStore } from './redis-store.ts';
+import type { Store } from './store.ts';
+
+export interface CreateStoreOptions {
+  /** redis:// or rediss:// URL; absent or empty = memory store. */
+  redisUrl?: string;
+  /** Redis key prefix; default "cpgw:". */
+  prefix?: string;
+  clock: Clock;
+  /** Memory: the cache's byte bound. Redis: the largest single entry stored. */
+  cacheMaxBytes: number;
+  /** See MemoryStoreOptions.onError / RedisStoreOptions.onError. */
+  onError?: (error: unknown) => void;
+}
+
+export function createStore(options: CreateStoreOptions): Store {
+  const { redisUrl, prefix, clock, cacheMaxBytes, onError } = options;
+  if (redisUrl) {
+    return new RedisStore({
+      url: redisUrl,
+      clock,
+      cacheMaxBytes,
+      ...(prefix ? { prefix } : {}),
+      ...(onError ? { onError } : {}),
+    });
+  }
+  return new MemoryStore({ clock, cacheMaxBytes, ...(onError ? { onError } : {}) });
+}
