@@ -1,0 +1,132 @@
+// Charged reads: dossier, sections, requisites and persons. Each validates first (422,
+// free), answers 404 for an INN no register knows (free), then applies the coverage-window
+// table: free inside a covering window, else one charge that opens or upgrades the window.
+// X-Charged-Minor stands on every answer. The dossier path sends the memoized JSON as is.
+import type { FastifyInstance } from 'fastify';
+import { checkInn, isSectionName } from '../domain/requests.ts';
+import { ApiError } from '../errors.ts';
+import type { ReadKind } from './coverage-windows.ts';
+import type { Answer, EmulatorContext } from './emulator-context.ts';
+import { type Call, defineRoute, spendKey } from './route-pipeline.ts';
+
+function validInn(inn: string): void {
+  const problems = checkInn(inn);
+  if (problems.length) throw ApiError.validation(problems);
+}
+
+/** Charges a company read unless a window covers it; returns X-Charged-Minor. */
+export function chargeRead(ctx: EmulatorContext, call: Call, inn: string, read: ReadKind): number {
+  const accountId = call.key.accountId;
+  if (ctx.windows.covers(accountId, inn, read)) return 0;
+  const price = ctx.billing.price(read);
+  ctx.billing.charge(
+    {
+      accountId,
+      keyName: call.key.name,
+      inn,
+      kind: read,
+      idempotencyKey: call.idempotencyKey,
+      requestId: call.requestId,
+      route: call.req.routeOptions.config.routeId ?? '',
+    },
+    price,
+  );
+  ctx.windows.open(accountId, inn, read);
+  return price;
+}
+
+function charged(body: string, amount: number): Answer {
+  return { status: 200, body, headers: { 'x-charged-minor': String(amount) } };
+}
+
+export function registerCompanyRoutes(app: FastifyInstance, ctx: EmulatorContext): void {
+  const common = {
+    method: 'GET',
+    scope: 'read:companies',
+    spends: spendKey,
+    idempotent: true,
+    charged: true,
+  } as const;
+
+  defineRoute(app, ctx, { ...common, id: 'company', url: '/v1/companies/:inn' }, async (call) => {
+    const { inn } = call.params as { inn: string };
+    validInn(inn);
+    return call.idempotent(undefined, async () => {
+      await call.faultGate();
+      const body = ctx.data.dossierJson(inn);
+      if (body === null) throw new ApiError('not_found', { inn });
+      return charged(body, chargeRead(ctx, call, inn, 'dossier'));
+    });
+  });
+
+  defineRoute(app, ctx, { ...common, id: 'section', url: '/v1/companies/:inn/:section' }, async (call) => {
+    const { inn, section } = call.params as { inn: string; section: string };
+    validInn(inn);
+    if (!isSectionName(section)) throw new ApiError('not_found', { section });
+    const cursor = call.query.cursor || undefined;
+    return call.idempotent(undefined, async () => {
+      await call.faultGate();
+      const answer = ctx.data.section(inn, section, cursor);
+      if (answer === null) throw new ApiError('not_found', { inn });
+      if (answer.kind === 'bad_cursor') {
+        throw ApiError.validation([
+          { field: 'cursor', code: 'invalid_value', message: 'cursor is not valid' },
+        ]);
+      }
+      return charged(JSON.stringify(answer.body), chargeRead(ctx, call, inn, 'dossier'));
+    });
+  });
+
+  defineRoute(app, ctx, { ...common, id: 'requisites', url: '/v1/requisites/:inn' }, async (call) => {
+    const { inn } = call.params as { inn: string };
+    validInn(inn);
+    return call.idempotent(undefined, async () => {
+      await call.faultGate();
+      const record = ctx.data.requisites(inn);
+      if (record === null) throw new ApiError('not_found', { inn });
+      return charged(JSON.stringify(record), chargeRead(ctx, call, inn, 'requisites'));
+    });
+  });
+
+  defineRoute(
+    app,
+    ctx,
+    { ...common, id: 'person', url: '/v1/persons/:inn', scope: 'read:persons' },
+    async (call) => {
+      const { inn } = call.params as { inn: string };
+      validInn(inn);
+      return call.idempotent(undefined, async () => {
+        await call.faultGate();
+        const person = ctx.data.person(inn);
+        if (person === null) throw new ApiError('not_found', { inn });
+        const accountId = call.key.accountId;
+        const quota = ctx.limiter.checkPerson(accountId, inn);
+        if (!quota.ok) {
+          throw new ApiError(
+            quota.code,
+            { limit: quota.limit },
+            'Daily limit of distinct person INNs is used up',
+            {
+              headers: { 'retry-after': String(quota.retryAfter) },
+            },
+          );
+        }
+        const price = ctx.billing.price('person');
+        ctx.billing.charge(
+          {
+            accountId,
+            keyName: call.key.name,
+            inn,
+            kind: 'person',
+            idempotencyKey: call.idempotencyKey,
+            requestId: call.requestId,
+            route: 'person',
+          },
+          price,
+        );
+        ctx.limiter.recordPerson(accountId, inn);
+        return charged(JSON.stringify(person), price);
+      });
+    },
+  );
+}
