@@ -1,0 +1,175 @@
+// Spend caps per app and overall, per calendar day and month in the configured time zone.
+// Before a charged call the estimate is reserved atomically on every counter that applies
+// (the Store checks them all at once), after it the hold is settled with the real charge,
+// and a failed or abandoned call releases it. A refusal is a value (BudgetDenial), not an
+// exception. Budget maths lives here once; the Store only does the atomic step.
+import type { Clock } from '../clock.ts';
+import type { BudgetCounterSpec, CounterState, Store } from '../store/store.ts';
+import { budgetCounterKey, PERIODS, type Period, periodId, periodTtlMs } from './budget-periods.ts';
+
+export interface BudgetLimit {
+  limitMinor: number;
+  /** Alert threshold (metrics/admin only); never refuses. */
+  softMinor?: number | undefined;
+}
+
+export type BudgetLimits = Partial<Record<Period, BudgetLimit>>;
+
+export interface BudgetGuardOptions {
+  store: Store;
+  clock: Clock;
+  timeZone: string;
+  global: BudgetLimits;
+  apps: ReadonlyMap<string, BudgetLimits>;
+  /** How long an unsettled hold survives (a replica died mid-call). */
+  holdMs: number;
+}
+
+export interface BudgetHold {
+  id: string;
+  keys: string[];
+  amountMinor: number;
+}
+
+export interface BudgetDenial {
+  ok: false;
+  app: string;
+  scope: 'app' | 'global';
+  period: Period;
+  limitMinor: number;
+  spentMinor: number;
+  reservedMinor: number;
+  estimateMinor: number;
+}
+
+export interface BudgetStatus {
+  scope: 'app' | 'global';
+  period: Period;
+  periodId: string;
+  limitMinor: number | null;
+  softMinor: number | null;
+  spentMinor: number;
+  reservedMinor: number;
+  remainingMinor: number | null;
+}
+
+interface CounterRef {
+  spec: BudgetCounterSpec;
+  scope: 'app' | 'global';
+  period: Period;
+  periodId: string;
+  softMinor: number | null;
+}
+
+export class BudgetGuard {
+  constructor(private readonly options: BudgetGuardOptions) {}
+
+  private counters(app: string): CounterRef[] {
+    const now = this.options.clock.now();
+    const refs: CounterRef[] = [];
+    for (const period of PERIODS) {
+      const id = periodId(period, now, this.options.timeZone);
+      const appLimit = this.options.apps.get(app)?.[period];
+      const globalLimit = this.options.global[period];
+      refs.push({
+        scope: 'app',
+        period,
+        periodId: id,
+        softMinor: appLimit?.softMinor ?? null,
+        spec: {
+          key: budgetCounterKey({ app }, period, id),
+          limitMinor: appLimit?.limitMinor ?? null,
+          ttlMs: periodTtlMs(period),
+        },
+      });
+      refs.push({
+        scope: 'global',
+        period,
+        periodId: id,
+        softMinor: globalLimit?.softMinor ?? null,
+        spec: {
+          key: budgetCounterKey('global', period, id),
+          limitMinor: globalLimit?.limitMinor ?? null,
+          ttlMs: periodTtlMs(period),
+        },
+      });
+    }
+    return refs;
+  }
+
+  /** True when any cap applies to this app (then unknown prices fall back to the last known). */
+  hasCaps(app: string): boolean {
+    return (
+      Object.keys(this.options.global).length > 0 || Object.keys(this.options.apps.get(app) ?? {}).length > 0
+    );
+  }
+
+  async reserve(
+    id: string,
+    app: string,
+    amountMinor: number,
+  ): Promise<{ ok: true; hold: BudgetHold } | BudgetDenial> {
+    const refs = this.counters(app);
+    const keys = refs.map((r) => r.spec.key);
+    if (amountMinor <= 0) return { ok: true, hold: { id, keys, amountMinor: 0 } };
+    const result = await this.options.store.reserve({
+      id,
+      amountMinor,
+      counters: refs.map((r) => r.spec),
+      holdMs: this.options.holdMs,
+    });
+    if (result.ok) return { ok: true, hold: { id, keys, amountMinor } };
+    const ref = refs.find((r) => r.spec.key === result.key)!;
+    return {
+      ok: false,
+      app,
+      scope: ref.scope,
+      period: ref.period,
+      limitMinor: result.limitMinor,
+      spentMinor: result.spentMinor,
+      reservedMinor: result.reservedMinor,
+      estimateMinor: amountMinor,
+    };
+  }
+
+  /** Turns a hold into real spend (actual may be 0: nothing was charged). */
+  async settle(hold: BudgetHold, actualMinor: number): Promise<void> {
+    const ttl = periodTtlMs('month');
+    if (hold.amountMinor > 0) await this.options.store.settle(hold.id, hold.keys, actualMinor, ttl);
+    else if (actualMinor > 0) await this.options.store.addSpend(hold.keys, actualMinor, ttl);
+  }
+
+  async release(hold: BudgetHold): Promise<void> {
+    if (hold.amountMinor > 0) await this.options.store.release(hold.id, hold.keys);
+  }
+
+  /** Budgets of one app (and the global ones) for the current periods. */
+  async status(app: string): Promise<BudgetStatus[]> {
+    const refs = this.counters(app);
+    const states = await this.options.store.readCounters(refs.map((r) => r.spec.key));
+    return refs.map((ref, i) => toStatus(ref, states[i]!));
+  }
+
+  /** The global budgets plus every configured app's (admin). */
+  async overview(apps: readonly string[]): Promise<Record<string, BudgetStatus[]>> {
+    const out: Record<string, BudgetStatus[]> = {};
+    for (const app of apps) out[app] = (await this.status(app)).filter((s) => s.scope === 'app');
+    const global = apps.length ? (await this.status(apps[0]!)).filter((s) => s.scope === 'global') : [];
+    out['*global*'] = global;
+    return out;
+  }
+}
+
+function toStatus(ref: CounterRef, state: CounterState): BudgetStatus {
+  const limit = ref.spec.limitMinor;
+  return {
+    scope: ref.scope,
+    period: ref.period,
+    periodId: ref.periodId,
+    limitMinor: limit,
+    softMinor: ref.softMinor,
+    spentMinor: state.spentMinor,
+    reservedMinor: state.reservedMinor,
+    remainingMinor: limit === null ? null : Math.max(0, limit - state.spentMinor - state.reservedMinor),
+  };
+}

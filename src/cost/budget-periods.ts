@@ -1,0 +1,44 @@
+// Calendar budget periods in a configured time zone: a day is the local calendar day and a
+// month the local calendar month (not "24 h since first use"). Pure functions of a clock
+// reading; the Store only ever sees the resulting counter names.
+
+export type Period = 'day' | 'month';
+export const PERIODS: readonly Period[] = ['day', 'month'];
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    formatters.set(timeZone, f);
+  }
+  return f;
+}
+
+/** Throws a RangeError for an unknown IANA zone (config validation uses it). */
+export function assertTimeZone(timeZone: string): void {
+  formatter(timeZone);
+}
+
+/** The local calendar date, "YYYY-MM-DD", of an instant in the zone. */
+export function localDate(ms: number, timeZone: string): string {
+  const parts = formatter(timeZone).formatToParts(new Date(ms));
+  const get = (type: string) => parts.find((p) => p.type === type)!.value;
+  return `${get('year')}-${get('month')}-${get('day')}`;
+}
+
+/** The id of the period containing `ms`: "2026-01-15" for a day, "2026-01" for a month. */
+export function periodId(period: Period, ms: number, timeZone: string): string {
+  const date = localDate(ms, timeZone);
+  return period === 'day' ? date : date.slice(0, 7);
+}
+
+/** Counter lifetime: long enough to outlive its period and still be read in reports. */
+export function periodTtlMs(period: Period): number {
+  return period === 'day' ? 3 * 86_400_000 : 40 * 86_400_000;
+}
+
+export function budgetCounterKey(owner: { app: string } | 'global', period: Period, id: string): string {
+  return owner === 'global' ? `budget:global:${period}:${id}` : `budget:app:${owner.app}:${period}:${id}`;
+}

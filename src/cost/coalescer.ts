@@ -1,0 +1,132 @@
+// Request coalescing: identical safe requests in flight share one upstream call. In one
+// process through a map of promises; across replicas through a Store lock plus the leader's
+// answer parked briefly in the Store for followers on other replicas. Only GETs are
+// coalesced; bodies are capped so a huge answer is never parked. An error answer is shared
+// with the waiters too (they would only repeat the failure).
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import type { Store } from '../store/store.ts';
+
+export interface SharedAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface CoalesceResult<T extends SharedAnswer> {
+  answer: T | SharedAnswer;
+  /** true for followers: they did not make the call. */
+  follower: boolean;
+}
+
+export interface CoalescerOptions {
+  store: Store;
+  clock: Clock;
+  /** Answers larger than this are not parked for other replicas. */
+  maxParkBytes?: number;
+  pollMs?: number;
+  /** Share across replicas through the Store (Redis); in-process only otherwise. */
+  distributed: boolean;
+}
+
+/** How long a leader's answer stays readable by followers that were waiting for it. */
+const PARK_MS = 2_000;
+
+function encode(a: SharedAnswer): Buffer {
+  const meta = Buffer.from(JSON.stringify({ s: a.status, h: a.headers }));
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(meta.length);
+  return Buffer.concat([len, meta, a.body]);
+}
+
+function decode(b: Buffer): SharedAnswer {
+  const n = b.readUInt32BE(0);
+  const meta = JSON.parse(b.subarray(4, 4 + n).toString()) as { s: number; h: Record<string, string> };
+  return { status: meta.s, headers: meta.h, body: b.subarray(4 + n) };
+}
+
+export class Coalescer {
+  private readonly inflight = new Map<string, Promise<SharedAnswer>>();
+  private readonly pollMs: number;
+  private readonly maxParkBytes: number;
+
+  constructor(private readonly options: CoalescerOptions) {
+    this.pollMs = options.pollMs ?? 20;
+    this.maxParkBytes = options.maxParkBytes ?? 2_000_000;
+  }
+
+  async run<T extends SharedAnswer>(
+    key: string,
+    deadline: number,
+    call: () => Promise<T>,
+  ): Promise<CoalesceResult<T>> {
+    const local = this.inflight.get(key);
+    if (local) return { answer: await local, follower: true };
+    let resolveShared!: (a: SharedAnswer) => void;
+    let rejectShared!: (e: unknown) => void;
+    const shared = new Promise<SharedAnswer>((res, rej) => {
+      resolveShared = res;
+      rejectShared = rej;
+    });
+    shared.catch(() => {});
+    this.inflight.set(key, shared);
+    try {
+      let owner: string | null = null;
+      if (this.options.distributed) {
+        const remote = await this.followRemote(key, deadline);
+        if ('answer' in remote) {
+          resolveShared(remote.answer);
+          return { answer: remote.answer, follower: true };
+        }
+        owner = remote.owner;
+      }
+      const answer = await this.lead(key, owner, call);
+      resolveShared(answer);
+      return { answer, follower: false };
+    } catch (err) {
+      rejectShared(err);
+      throw err;
+    } finally {
+      this.inflight.delete(key);
+    }
+  }
+
+  private async lead<T extends SharedAnswer>(
+    key: string,
+    owner: string | null,
+    call: () => Promise<T>,
+  ): Promise<T> {
+    if (owner === null) return call();
+    const { store } = this.options;
+    try {
+      const answer = await call();
+      if (answer.body.length <= this.maxParkBytes) {
+        await store.cacheSet(`coalesce:answer:${key}`, encode(answer), { ttlMs: PARK_MS }).catch(() => {});
+      }
+      return answer;
+    } finally {
+      await store.releaseLock(`coalesce:lock:${key}`, owner).catch(() => {});
+    }
+  }
+
+  /**
+   * Takes the cross-replica lead (the lock is held until the answer is parked), or waits for
+   * the replica that has it and returns its answer. The lock is tried first, so a parked
+   * answer is only ever read by callers that arrived while its call was in flight.
+   */
+  private async followRemote(
+    key: string,
+    deadline: number,
+  ): Promise<{ owner: string } | { answer: SharedAnswer }> {
+    const { store, clock } = this.options;
+    const owner = randomUUID();
+    const lock = `coalesce:lock:${key}`;
+    for (;;) {
+      if (await store.acquireLock(lock, owner, Math.max(1_000, deadline - clock.now()))) return { owner };
+      const parked = await store.cacheGet(`coalesce:answer:${key}`);
+      if (parked) return { answer: decode(parked) };
+      if (clock.now() >= deadline) return { owner: '' };
+      await new Promise((r) => setTimeout(r, this.pollMs));
+    }
+  }
+}
