@@ -11,8 +11,16 @@
 // Pub/sub is a wake-up hint: messages published while a subscriber is disconnected are lost.
 //
 // Must never: hang a request on a dead Redis, block the event loop, or touch keys outside its prefix.
-import { Redis, type RedisOptions, ReplyError } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Clock } from '../clock.ts';
+import {
+  type ConnectionOptions,
+  isNoScript,
+  openClient,
+  quit,
+  toStoreError,
+  watchClient,
+} from './redis-connection.ts';
 import { RedisKeys } from './redis-keys.ts';
 import {
   CACHE_ACCOUNT,
@@ -29,17 +37,16 @@ import {
   TAG_TAKE,
   TAKE_SLOTS,
 } from './redis-scripts.ts';
-import {
-  type CacheSetOptions,
-  type CounterState,
-  type LedgerRecord,
-  type LimitClassSpec,
-  type LimitClassState,
-  type ReserveRequest,
-  type ReserveResult,
-  type Store,
-  StoreUnavailableError,
-  type TakeResult,
+import type {
+  CacheSetOptions,
+  CounterState,
+  LedgerRecord,
+  LimitClassSpec,
+  LimitClassState,
+  ReserveRequest,
+  ReserveResult,
+  Store,
+  TakeResult,
 } from './store.ts';
 import {
   DEFAULT_KEYS_LIMIT,
@@ -51,7 +58,7 @@ import {
   uniqueStrings,
 } from './store-util.ts';
 
-export interface RedisStoreOptions {
+export interface RedisStoreOptions extends ConnectionOptions {
   url: string;
   /** Prepended to every key and channel. Default "cpgw:". */
   prefix?: string;
@@ -61,16 +68,9 @@ export interface RedisStoreOptions {
   cacheMaxBytes?: number;
   /** Approximate cap of the ledger stream (XADD MAXLEN ~). Default 1,000,000 records. */
   ledgerMaxLen?: number;
-  /** Default 2000. */
-  connectTimeoutMs?: number;
-  /** A command not answered within this fails with StoreUnavailableError. Default 2000. */
-  commandTimeoutMs?: number;
   /** Reports a lost connection (once per outage) and throwing subscriber handlers. Default: process.emitWarning. */
   onError?: (error: unknown) => void;
 }
-
-/** Redis replies that mean "not now" rather than "wrong command". */
-const TRANSIENT_REPLY = /^(LOADING|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|BUSY)\b/;
 
 export class RedisStore implements Store {
   readonly kind = 'redis' as const;
@@ -90,29 +90,7 @@ export class RedisStore implements Store {
     this.cacheMaxBytes = options.cacheMaxBytes ?? Number.MAX_SAFE_INTEGER;
     this.ledgerMaxLen = options.ledgerMaxLen ?? 1_000_000;
     this.onError = options.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
-    const redisOptions: RedisOptions = {
-      connectTimeout: options.connectTimeoutMs ?? 2000,
-      commandTimeout: options.commandTimeoutMs ?? 2000,
-      maxRetriesPerRequest: 1,
-      // Queue only until the first connection; afterwards a command on a dead link fails at once.
-      enableOfflineQueue: true,
-      retryStrategy: (times) => Math.min(100 * times, 2000),
-    };
-    this.client = this.connect(new Redis(options.url, redisOptions));
-  }
-
-  private connect(client: Redis): Redis {
-    let healthy = true;
-    client.on('ready', () => {
-      healthy = true;
-      client.options.enableOfflineQueue = false;
-    });
-    client.on('error', (error) => {
-      if (healthy)
-        this.onError(new StoreUnavailableError(`Redis connection: ${error.message}`, { cause: error }));
-      healthy = false;
-    });
-    return client;
+    this.client = openClient(options.url, options, this.onError);
   }
 
   // --- cache ---
@@ -259,7 +237,7 @@ export class RedisStore implements Store {
 
   private subscriberConnection(): Redis {
     if (!this.subscriber) {
-      const sub = this.connect(this.client.duplicate({ enableOfflineQueue: true }));
+      const sub = watchClient(this.client.duplicate({ enableOfflineQueue: true }), this.onError);
       sub.on('message', (channel: string, message: string) => {
         for (const listener of this.handlers.get(channel) ?? []) listener(message);
       });
@@ -415,8 +393,7 @@ export class RedisStore implements Store {
     try {
       return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (error) {
-      if (!(error instanceof ReplyError) || !String((error as Error).message).startsWith('NOSCRIPT'))
-        throw error;
+      if (!isNoScript(error)) throw error;
       return this.client.eval(script.source, keys.length, ...keys, ...args);
     }
   }
@@ -429,23 +406,4 @@ export class RedisStore implements Store {
       throw toStoreError(error);
     }
   }
-}
-
-function toStoreError(error: unknown): unknown {
-  if (error instanceof StoreUnavailableError || error instanceof TypeError || error instanceof RangeError) {
-    return error;
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof ReplyError && !TRANSIENT_REPLY.test(message)) return error;
-  return new StoreUnavailableError(`Redis unavailable: ${message}`, { cause: error });
-}
-
-async function quit(client: Redis): Promise<void> {
-  if (client.status === 'end') return;
-  try {
-    await Promise.race([client.quit(), new Promise((r) => setTimeout(r, 1000).unref())]);
-  } catch {
-    // quitting a dead connection fails; disconnect below is what matters
-  }
-  client.disconnect();
 }

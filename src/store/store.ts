@@ -69,7 +69,7 @@ export interface LimitClassState {
 }
 
 export interface LedgerRecord {
-  /** Set by the store on append (monotonic, time-ordered). */
+  /** Set by the store on append (monotonic, time-ordered): `<ms>-<seq>`, like a Redis stream id. */
   id?: string;
   /** ms since epoch (the caller's clock). */
   at: number;
@@ -83,7 +83,10 @@ export interface Store {
   cacheGet(key: string): Promise<Buffer | null>;
   cacheSet(key: string, value: Buffer, options: CacheSetOptions): Promise<void>;
   cacheDelete(key: string): Promise<void>;
-  /** Deletes every cache entry carrying the tag; returns how many. */
+  /**
+   * Deletes every cache entry carrying the tag; returns how many were still cached. (Redis may also
+   * drop an entry re-set under the same key without the tag: over-purging a cache is harmless.)
+   */
   cachePurgeTag(tag: string): Promise<number>;
   /** Bytes currently held by the cache (approximate for Redis: bytes this store wrote and still tracks). */
   cacheBytes(): Promise<number>;
@@ -96,11 +99,17 @@ export interface Store {
   del(key: string): Promise<void>;
   /** Adds to an integer counter (created at 0), refreshing its TTL; returns the new value. */
   incrBy(key: string, amount: number, ttlMs: number): Promise<number>;
-  /** Keys with the given logical prefix (admin listings: open windows). Bounded by `limit`. */
+  /**
+   * State keys (set/setIfAbsent/incrBy/locks; never cache entries) with the given logical prefix
+   * (admin listings: open windows). Bounded by `limit` (default 1000); order unspecified.
+   */
   keys(prefix: string, limit?: number): Promise<string[]>;
 
   // --- locks (charge serialization, coalescing leader) ---
-  /** true when `owner` now holds the lock; it expires after ttlMs unless released. */
+  /**
+   * true when `owner` now holds the lock; it expires after ttlMs unless released. Not re-entrant:
+   * acquiring a lock one already holds answers false. The lock is a state key whose value is the owner.
+   */
   acquireLock(key: string, owner: string, ttlMs: number): Promise<boolean>;
   /** Releases only if `owner` still holds it; true when released. */
   releaseLock(key: string, owner: string): Promise<boolean>;
@@ -111,8 +120,16 @@ export interface Store {
   subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>>;
 
   // --- budgets: all counters checked and held in one atomic step ---
+  /**
+   * Holds `amountMinor` on every counter, or on none. Refuses when spent + held + amount would pass a
+   * counter's limit (reports the first such counter). Reserving again under an id that already
+   * holds replaces that hold. Hold expiry: memory uses the injected clock, Redis its server time.
+   */
   reserve(request: ReserveRequest): Promise<ReserveResult>;
-  /** Turns the hold into spend of `actualMinor` (may differ from the hold) on every counter. */
+  /**
+   * Turns the hold into spend of `actualMinor` (may differ from the hold) on every counter. Spends
+   * even when the hold already expired: the charge happened.
+   */
   settle(id: string, counterKeys: string[], actualMinor: number, ttlMs: number): Promise<void>;
   /** Drops the hold without spending. */
   release(id: string, counterKeys: string[]): Promise<void>;
@@ -121,7 +138,11 @@ export interface Store {
   readCounters(keys: string[]): Promise<CounterState[]>;
 
   // --- rate limits: sliding window log; every class of one call taken atomically ---
-  /** Takes one slot of every class, or none. Redis uses the server's clock. */
+  /**
+   * Takes one slot of every class, or none. Redis uses the server's clock. When several classes
+   * refuse, the answer names the one that frees up last. `id` should be unique per call: taking
+   * again with an id that already holds a slot of a class refreshes that slot instead of adding one.
+   */
   takeSlots(classes: LimitClassSpec[], id: string): Promise<TakeResult>;
   /** Gives back a slot taken by `id` (the call never left the gateway). */
   returnSlots(classNames: string[], id: string): Promise<void>;
@@ -131,7 +152,11 @@ export interface Store {
 
   // --- ledger: append-only, time-ordered ---
   appendLedger(record: LedgerRecord): Promise<string>;
-  /** Records with fromMs <= at < toMs, oldest first, at most `limit`. */
+  /**
+   * Records with fromMs <= at < toMs, oldest first, at most `limit` (default 1000). Precisely, the
+   * selection is by the record's id time: its `at`, or, for a record appended after one with a later
+   * `at`, that later time (the log stays append-ordered; such a late record is found in the later slot).
+   */
   readLedger(fromMs: number, toMs: number, limit?: number): Promise<LedgerRecord[]>;
 
   /** Throws when the backend is unreachable (readiness). */

@@ -1,0 +1,72 @@
+// ioredis connections for the Redis store, configured to fail fast and heal by themselves: a
+// command on a dead link fails within about connectTimeout/commandTimeout with
+// StoreUnavailableError, while the client keeps reconnecting in the background (backoff to 2 s).
+//
+// Must never: let a command wait forever, queue commands while disconnected (after the first
+// connection), or report the same outage once per reconnect attempt.
+import { Redis, type RedisOptions, ReplyError } from 'ioredis';
+import { StoreUnavailableError } from './store.ts';
+
+export interface ConnectionOptions {
+  /** Time allowed to open a connection. Default 2000 ms. */
+  connectTimeoutMs?: number;
+  /** A command not answered within this fails with StoreUnavailableError. Default 2000 ms. */
+  commandTimeoutMs?: number;
+}
+
+/** Redis replies that mean "not now" rather than "wrong command". */
+const TRANSIENT_REPLY = /^(LOADING|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|BUSY)\b/;
+
+export function openClient(
+  url: string,
+  options: ConnectionOptions,
+  onError: (error: unknown) => void,
+): Redis {
+  const redisOptions: RedisOptions = {
+    connectTimeout: options.connectTimeoutMs ?? 2000,
+    commandTimeout: options.commandTimeoutMs ?? 2000,
+    maxRetriesPerRequest: 1,
+    // Queue only until the first connection (watchClient turns it off once ready).
+    enableOfflineQueue: true,
+    retryStrategy: (times) => Math.min(100 * times, 2000),
+  };
+  return watchClient(new Redis(url, redisOptions), onError);
+}
+
+/** Reports the first error of each outage and stops offline queueing once connected. */
+export function watchClient(client: Redis, onError: (error: unknown) => void): Redis {
+  let healthy = true;
+  client.on('ready', () => {
+    healthy = true;
+    client.options.enableOfflineQueue = false;
+  });
+  client.on('error', (error: Error) => {
+    if (healthy) onError(new StoreUnavailableError(`Redis connection: ${error.message}`, { cause: error }));
+    healthy = false;
+  });
+  return client;
+}
+
+export function isNoScript(error: unknown): boolean {
+  return error instanceof ReplyError && String((error as Error).message).startsWith('NOSCRIPT');
+}
+
+/** Connection trouble becomes StoreUnavailableError; programming errors and bad replies pass through. */
+export function toStoreError(error: unknown): unknown {
+  if (error instanceof StoreUnavailableError || error instanceof TypeError || error instanceof RangeError) {
+    return error;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof ReplyError && !TRANSIENT_REPLY.test(message)) return error;
+  return new StoreUnavailableError(`Redis unavailable: ${message}`, { cause: error });
+}
+
+export async function quit(client: Redis): Promise<void> {
+  if (client.status === 'end') return;
+  try {
+    await Promise.race([client.quit(), new Promise((r) => setTimeout(r, 1000).unref())]);
+  } catch {
+    // quitting a dead connection fails; disconnect below is what matters
+  }
+  client.disconnect();
+}
