@@ -16,4 +16,6 @@ export interface EmulatorDataSource {
   suggest(q: string): unknown[];
   /** The `data` object of a search answer. */
   search(q: string, kind: SearchKind, page: number): unknown;
+  /** Builds indexes ahead of the first request, when the data layer offers it. */
+  warm?(): void;
 }

@@ -146,7 +146,7 @@ export function resolveConfig(options: EmulatorOptions = {}): ResolvedConfig {
     limits,
     webhookTimeoutMs: nonNegative(problems, 'webhook-timeout-ms', options.webhookTimeoutMs ?? 10_000),
     webhookRetryDelaysMs: options.webhookRetryDelaysMs ?? DEFAULT_WEBHOOK_DELAYS_MS,
-    seed: options.seed ?? 'cpgw-emulator',
+    seed: options.seed ?? 'cpgw',
     baseUrl: options.baseUrl ?? null,
     logger: options.logger ?? false,
   };

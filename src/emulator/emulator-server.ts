@@ -56,6 +56,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const config = resolveConfig(options);
   const clock = options.clock ?? new OffsetClock();
   const data = options.data ?? (await defaultData(config.seed));
+  data.warm?.();
   const scheduler = new ClockScheduler(clock);
   const windows = new CoverageWindows(clock, config.windowMs);
   const webhooks = new WebhookDispatcher(clock, scheduler, {

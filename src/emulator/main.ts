@@ -23,7 +23,7 @@ const USAGE = `usage: cpgw emulator [options]     (each flag also as env CPGW_EM
   --price KIND=KOPECKS     repeatable; KIND one of ${PRICE_KEYS.join(', ')}; "null" withdraws from sale
   --wallet KOPECKS         starting balance per account (default 10000000)
   --key-limit N --search-limit N --suggest-limit N --cold-check-limit N --persons-daily-limit N
-  --seed SEED              data seed (default cpgw-emulator)
+  --seed SEED              data seed (default cpgw)
   --help`;
 
 const FLAGS = {
