@@ -45,7 +45,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     const emulator = await createEmulator({
       port: 0,
       host: '127.0.0.1',
-      apiKeys: [emulatorKey],
+      apiKeys: [`${emulatorKey};name=gateway-demo`],
       logger: false,
     });
     cleanups.push(() => emulator.close());
@@ -60,6 +60,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
           name: 'demo',
           tokenHash: tokenHash(demoToken),
           scopes: ['read:companies', 'read:checks', 'read:persons'],
+          budgets: {},
         },
       ],
     };

@@ -2,22 +2,31 @@
 // but no listen() — tests and main.ts both use it. Owns nothing it did not create: the
 // store, the upstream client and the logger come in as dependencies.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
+import { registerAdminRoutes } from './admin/admin-routes.ts';
+import { CheckTickets } from './checks/check-tickets.ts';
 import type { Clock } from './clock.ts';
 import type { GatewayConfig } from './config/schema.ts';
+import { BudgetGuard } from './cost/budget-guard.ts';
+import { ChargeGate } from './cost/charge-gate.ts';
+import { Coalescer } from './cost/coalescer.ts';
+import { PriceBook } from './cost/price-book.ts';
+import { SpendLedger } from './cost/spend-ledger.ts';
+import { WindowTracker } from './cost/window-tracker.ts';
 import { ApiError, errorEnvelope } from './errors.ts';
 import { registerHealthRoutes } from './ops/health-routes.ts';
+import type { PipelineDeps } from './pipeline/deps.ts';
 import { ClientGone } from './pipeline/forward.ts';
 import { makeHandler } from './pipeline/index.ts';
-import type { Store } from './store/store.ts';
+import { type Store, StoreUnavailableError } from './store/store.ts';
 import type { UpstreamClient } from './upstream/upstream-client.ts';
 import { UPSTREAM_ROUTES } from './upstream-routes.ts';
 
 export interface ServerDeps {
   config: GatewayConfig;
   upstream: UpstreamClient;
-  store: Pick<Store, 'ping'>;
+  store: Store;
   clock: Clock;
   logger: Logger;
 }
@@ -26,7 +35,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // One log line per request is written by the onResponse hook below, not by fastify.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,
     genReqId: () => randomUUID(),
@@ -66,6 +76,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     let apiError: ApiError;
     if (err instanceof ApiError) {
       apiError = err;
+    } else if (err instanceof StoreUnavailableError) {
+      apiError = new ApiError('store_unavailable', {}, undefined, { cause: err });
     } else if ('statusCode' in err && typeof err.statusCode === 'number' && err.statusCode < 500) {
       // fastify's own refusals (body too large, bad content type): a bad input, never a 500.
       apiError = ApiError.validation([
@@ -102,11 +114,55 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     () => deps.clock.now(),
   );
 
-  const pipelineDeps = { config, upstream: deps.upstream };
+  const pipelineDeps = buildPipelineDeps(deps);
+  app.addHook('onReady', async () => {
+    await pipelineDeps.prices.start();
+  });
+  app.addHook('onClose', async () => {
+    pipelineDeps.prices.stop();
+  });
+  registerAdminRoutes(app, pipelineDeps);
   for (const route of UPSTREAM_ROUTES) {
     app.route({ method: route.method, url: route.url, handler: makeHandler(route, pipelineDeps) });
   }
   return app;
+}
+
+function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
+  const { config, store, clock, logger, upstream } = deps;
+  const windows = new WindowTracker({
+    store,
+    clock,
+    windowMs: config.cost.windowSeconds * 1000,
+    safetyMarginMs: config.cost.safetyMarginSeconds * 1000,
+  });
+  return {
+    config,
+    upstream,
+    store,
+    clock,
+    logger,
+    windows,
+    gate: new ChargeGate({ store, clock, windows }),
+    coalescer: new Coalescer({ store, clock, distributed: store.kind === 'redis' }),
+    budgets: new BudgetGuard({
+      store,
+      clock,
+      timeZone: config.cost.timeZone,
+      global: config.budgets,
+      apps: new Map(config.apps.map((a) => [a.name, a.budgets])),
+      holdMs: config.upstream.checkTimeoutMs * 2 + 10_000,
+    }),
+    ledger: new SpendLedger(store),
+    prices: new PriceBook({
+      upstream,
+      clock,
+      refreshMs: config.cost.pricesRefreshSeconds * 1000,
+      timeoutMs: config.upstream.timeoutMs,
+      onError: (err) => logger.warn({ err: (err as Error).message }, 'price table refresh failed'),
+    }),
+    tickets: new CheckTickets(store),
+  };
 }
 
 function describeCause(cause: unknown): string | undefined {

@@ -13,6 +13,32 @@ const tokenHash = z
     'must be "sha256:" followed by 64 lowercase hex digits (cpgw token new prints it)',
   );
 
+const budgetLimit = z
+  .object({
+    limitMinor: z.number().int().min(0),
+    softMinor: z.number().int().min(0).optional(),
+  })
+  .strict()
+  .refine((b) => b.softMinor === undefined || b.softMinor <= b.limitMinor, {
+    message: 'softMinor must not exceed limitMinor',
+    path: ['softMinor'],
+  });
+
+/** Spend caps in kopecks per calendar day and month (time zone: cost.timeZone). */
+const budgetsSchema = z
+  .object({ day: budgetLimit.optional(), month: budgetLimit.optional() })
+  .strict()
+  .prefault({});
+
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const appSchema = z
   .object({
     name: z
@@ -23,6 +49,7 @@ const appSchema = z
       ),
     tokenHash,
     scopes: z.array(z.enum(SCOPES)).min(1).default(['read:companies', 'read:checks']),
+    budgets: budgetsSchema,
   })
   .strict();
 
@@ -67,6 +94,24 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    cost: z
+      .object({
+        /** Budgets' days and months are calendar periods in this IANA zone. */
+        timeZone: z
+          .string()
+          .refine(isTimeZone, 'must be an IANA time zone such as Europe/Moscow')
+          .default('Europe/Moscow'),
+        /** The upstream's free re-read window per company. */
+        windowSeconds: z.number().int().min(1).max(86_400).default(900),
+        /** Treat a window as closed this long before it really ends. */
+        safetyMarginSeconds: z.number().int().min(0).max(600).default(30),
+        /** How often the price table (GET /v1/me) is refreshed. */
+        pricesRefreshSeconds: z.number().int().min(1).max(86_400).default(60),
+      })
+      .strict()
+      .prefault({}),
+    /** Global spend caps (all apps together). */
+    budgets: budgetsSchema,
     admin: z
       .object({ tokenHash: tokenHash.nullable().default(null) })
       .strict()
@@ -94,6 +139,10 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: '
     { env: 'CPGW_STORE_PREFIX', path: ['store', 'prefix'], type: 'string' },
     { env: 'CPGW_CACHE_MAX_BYTES', path: ['store', 'cacheMaxBytes'], type: 'int' },
     { env: 'CPGW_LOG_LEVEL', path: ['log', 'level'], type: 'string' },
+    { env: 'CPGW_TIME_ZONE', path: ['cost', 'timeZone'], type: 'string' },
+    { env: 'CPGW_WINDOW_SECONDS', path: ['cost', 'windowSeconds'], type: 'int' },
+    { env: 'CPGW_WINDOW_SAFETY_MARGIN_SECONDS', path: ['cost', 'safetyMarginSeconds'], type: 'int' },
+    { env: 'CPGW_PRICES_REFRESH_SECONDS', path: ['cost', 'pricesRefreshSeconds'], type: 'int' },
     { env: 'CPGW_ADMIN_TOKEN_HASH', path: ['admin', 'tokenHash'], type: 'string' },
   ];
 

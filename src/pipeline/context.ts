@@ -20,5 +20,9 @@ export interface RequestContext {
   /** Filled by later stages, read by the log line and the response headers. */
   cache?: CacheStatus;
   chargedMinor?: number;
+  estimateMinor?: number;
+  /** ISO time the company's free window ends, when known. */
+  windowExpires?: string;
   upstreamMs?: number;
+  upstreamAttempts?: number;
 }

@@ -1,22 +1,17 @@
 // The request lifecycle of a proxied /v1 call, declared in one place:
-//   authenticate → validate → forward → respond
-// Each stage is a small module; a refusal is an ApiError turned into one HTTP answer by the
-// server's error handler. Later stages (estimate, budget, cache, coalesce, limit, record)
-// slot in here in this order.
+//   authenticate → validate → (GET /v1/me: answered locally) → execute → respond
+// where execute (execute.ts) is coalesce → charge gate → estimate → budget → upstream →
+// settle/record. Each stage is a small module; a refusal is an ApiError turned into one
+// HTTP answer by the server's error handler.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { GatewayConfig } from '../config/schema.ts';
-import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import type { IncomingCall, UpstreamRoute } from '../upstream-routes.ts';
 import { authenticate } from './authenticate.ts';
 import type { RequestContext } from './context.ts';
-import { forward } from './forward.ts';
+import type { PipelineDeps } from './deps.ts';
+import { execute } from './execute.ts';
+import { answerMe } from './me.ts';
 import { respond } from './respond.ts';
 import { parseJsonBody, validate } from './validate.ts';
-
-export interface PipelineDeps {
-  config: GatewayConfig;
-  upstream: UpstreamClient;
-}
 
 export function makeHandler(route: UpstreamRoute, deps: PipelineDeps) {
   return async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
@@ -30,7 +25,6 @@ export function makeHandler(route: UpstreamRoute, deps: PipelineDeps) {
       body: route.method === 'POST' ? parseJsonBody(rawBody) : undefined,
       idempotencyKey: Array.isArray(idem) ? idem[0] : idem,
     };
-    validate(route, call);
     const ctx: RequestContext = {
       requestId: request.id,
       route,
@@ -41,8 +35,9 @@ export function makeHandler(route: UpstreamRoute, deps: PipelineDeps) {
       signal: clientGoneSignal(reply),
     };
     request.ctx = ctx;
-    const res = await forward(ctx, deps.upstream, deps.config.upstream);
-    return respond(ctx, reply, res);
+    validate(route, call);
+    if (route.name === 'me') return answerMe(ctx, reply, deps);
+    return respond(ctx, reply, await execute(ctx, deps));
   };
 }
 

@@ -1,6 +1,7 @@
 // Stage: writes an upstream answer to the app unchanged (status, body, Retry-After,
-// X-Charged-Minor, rate headers), moving the upstream's X-Request-Id to
-// X-Upstream-Request-Id and adding the gateway's own headers.
+// rate headers), moving the upstream's X-Request-Id to X-Upstream-Request-Id and adding
+// the gateway's headers: X-Charged-Minor (what THIS call cost), X-Cost-Estimate-Minor,
+// X-Window-Expires and X-Cache.
 import type { FastifyReply } from 'fastify';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { RequestContext } from './context.ts';
@@ -24,7 +25,14 @@ export function respond(ctx: RequestContext, reply: FastifyReply, res: UpstreamR
   }
   const upstreamId = res.headers['x-request-id'];
   if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
-  const charged = res.headers['x-charged-minor'];
-  if (charged !== undefined && /^\d+$/.test(charged)) ctx.chargedMinor = Number(charged);
+  if (ctx.chargedMinor === undefined) {
+    const charged = res.headers['x-charged-minor'];
+    if (charged !== undefined && /^\d+$/.test(charged)) ctx.chargedMinor = Number(charged);
+  }
+  if (ctx.chargedMinor !== undefined && ctx.route.charged)
+    reply.header('x-charged-minor', String(ctx.chargedMinor));
+  if (ctx.estimateMinor !== undefined) reply.header('x-cost-estimate-minor', String(ctx.estimateMinor));
+  if (ctx.windowExpires) reply.header('x-window-expires', ctx.windowExpires);
+  if (ctx.cache) reply.header('x-cache', ctx.cache);
   return reply.code(res.status).send(res.body);
 }

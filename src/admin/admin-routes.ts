@@ -1,0 +1,84 @@
+// The admin API under /admin/, behind the admin token (config admin.tokenHash; absent =
+// the whole API answers 404): spend ledger export (JSON or CSV, by period and app), budgets
+// of every app, open windows. Read-only here; refusals use the upstream's envelope.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { bearerToken, matchToken } from '../auth/tokens.ts';
+import { ledgerCsv } from '../cost/spend-ledger.ts';
+import { ApiError } from '../errors.ts';
+import type { PipelineDeps } from '../pipeline/deps.ts';
+
+function requireAdmin(request: FastifyRequest, deps: PipelineDeps): void {
+  const hash = deps.config.admin.tokenHash;
+  if (!hash) throw new ApiError('not_found', {}, 'The admin API is disabled (set admin.tokenHash)');
+  const token = bearerToken(request.headers.authorization);
+  if (!token || !matchToken(token, [{ tokenHash: hash }])) throw new ApiError('unauthorized');
+}
+
+/** Accepts ISO dates/times or epoch milliseconds. */
+function parseTime(value: string | undefined, field: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(ms)) {
+    throw ApiError.validation([
+      { field, code: 'invalid_time', message: `${field} must be an ISO date-time or epoch ms` },
+    ]);
+  }
+  return ms;
+}
+
+export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): void {
+  app.get('/admin/ledger', async (request, reply) => {
+    requireAdmin(request, deps);
+    const q = request.query as Record<string, string | undefined>;
+    const format = q.format ?? 'json';
+    if (format !== 'json' && format !== 'csv') {
+      throw ApiError.validation([
+        { field: 'format', code: 'invalid_value', message: 'format must be json or csv' },
+      ]);
+    }
+    const to = parseTime(q.to, 'to', deps.clock.now() + 1);
+    const from = parseTime(q.from, 'from', to - 31 * 86_400_000);
+    if (q.app !== undefined && !deps.config.apps.some((a) => a.name === q.app) && q.app !== 'demo') {
+      throw ApiError.validation([{ field: 'app', code: 'unknown_app', message: `no app named ${q.app}` }]);
+    }
+    const entries = await deps.ledger.read(from, to, q.app);
+    if (format === 'csv') {
+      return reply
+        .header('content-type', 'text/csv; charset=utf-8')
+        .header('content-disposition', 'attachment; filename="cpgw-ledger.csv"')
+        .send(ledgerCsv(entries));
+    }
+    const total = entries.reduce((sum, e) => sum + e.amountMinor, 0);
+    return {
+      from: new Date(from).toISOString(),
+      to: new Date(to).toISOString(),
+      count: entries.length,
+      total_minor: total,
+      entries: entries.map((e) => ({ ...e, time: new Date(e.at).toISOString() })),
+    };
+  });
+
+  app.get('/admin/budgets', async (request) => {
+    requireAdmin(request, deps);
+    const names = deps.config.apps.map((a) => a.name);
+    return { time_zone: deps.config.cost.timeZone, budgets: await deps.budgets.overview(names) };
+  });
+
+  app.get('/admin/windows', async (request) => {
+    requireAdmin(request, deps);
+    const windows = await deps.windows.list();
+    return {
+      count: windows.length,
+      windows: windows.map((w) => ({
+        inn: w.inn,
+        dossier_until: w.dossierUntil ? new Date(w.dossierUntil).toISOString() : null,
+        requisites_until: w.requisitesUntil ? new Date(w.requisitesUntil).toISOString() : null,
+      })),
+    };
+  });
+
+  app.get('/admin/apps', async (request) => {
+    requireAdmin(request, deps);
+    return { apps: deps.config.apps.map((a) => ({ name: a.name, scopes: a.scopes, budgets: a.budgets })) };
+  });
+}

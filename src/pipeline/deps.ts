@@ -1,0 +1,28 @@
+// Everything the request pipeline needs, built once per server by buildServer().
+import type { Logger } from 'pino';
+import type { CheckTickets } from '../checks/check-tickets.ts';
+import type { Clock } from '../clock.ts';
+import type { GatewayConfig } from '../config/schema.ts';
+import type { BudgetGuard } from '../cost/budget-guard.ts';
+import type { ChargeGate } from '../cost/charge-gate.ts';
+import type { Coalescer } from '../cost/coalescer.ts';
+import type { PriceBook } from '../cost/price-book.ts';
+import type { SpendLedger } from '../cost/spend-ledger.ts';
+import type { WindowTracker } from '../cost/window-tracker.ts';
+import type { Store } from '../store/store.ts';
+import type { UpstreamClient } from '../upstream/upstream-client.ts';
+
+export interface PipelineDeps {
+  config: GatewayConfig;
+  upstream: UpstreamClient;
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  windows: WindowTracker;
+  gate: ChargeGate;
+  coalescer: Coalescer;
+  budgets: BudgetGuard;
+  ledger: SpendLedger;
+  prices: PriceBook;
+  tickets: CheckTickets;
+}
