@@ -210,7 +210,7 @@ export interface Region {
   oktmo: string;
 }
 export const REGIONS: readonly Region[] = [
-  { code: '77', okato: '45', name: 'г. Москва', city: 'Москва', postal: '1', oktmo: '45' },
+  { code: '77', okato: '45', name: 'г. Москва', city: 'Москва', postal: '12', oktmo: '45' },
   { code: '78', okato: '40', name: 'г. Санкт-Петербург', city: 'Санкт-Петербург', postal: '19', oktmo: '40' },
   { code: '50', okato: '46', name: 'Московская область', city: 'Химки', postal: '14', oktmo: '46' },
   { code: '54', okato: '50', name: 'Новосибирская область', city: 'Новосибирск', postal: '63', oktmo: '50' },
