@@ -1,0 +1,146 @@
+// What the response cache stores and under which name: the cacheable routes, the key of one
+// request (route, path parameters, normalized query), the entry's tags and TTL class, and which
+// upstream answers may be stored. Pure functions only.
+//
+// Keys are shared by every app on purpose (they share one account); the app is never part of
+// a key. A key names the company's INN as its own `:`-separated segment, so the Redis store puts
+// every entry of one company in that company's cluster slot.
+//
+// Must never: let two requests that can get different upstream answers share a key, or let
+// a query parameter the upstream ignores split one answer into many keys.
+import { createHash } from 'node:crypto';
+import type { RouteName } from '../upstream-routes.ts';
+import type { CacheKind } from './cache-config.ts';
+
+export interface CachePolicy {
+  /** Logical store key, e.g. "company:7707083893". */
+  key: string;
+  kind: CacheKind;
+  /** The company or person the entry is about (null for bank, suggest, search, unknown checks). */
+  inn: string | null;
+  /** True when an open coverage window makes an upstream refresh free (dossier, section, requisites). */
+  windowed: boolean;
+}
+
+/** Routes whose 404 not_found means "no register knows this INN" and is cached as a negative entry. */
+const NEGATIVE_ROUTES: ReadonlySet<RouteName> = new Set(['company', 'requisites', 'person']);
+
+/** Query text longer than this (UTF-8 bytes, encoded) is replaced by its hash in the key. */
+const MAX_PLAIN_QUERY_BYTES = 64;
+
+/** The policy of one request, or null when the route is never cached. */
+export function cachePolicy(
+  route: RouteName,
+  params: Readonly<Record<string, string | undefined>>,
+  query: Readonly<Record<string, unknown>>,
+): CachePolicy | null {
+  switch (route) {
+    case 'company': {
+      const inn = params.inn;
+      return inn ? { key: `company:${inn}`, kind: 'dossier', inn, windowed: true } : null;
+    }
+    case 'section': {
+      const { inn, section } = params;
+      if (!inn || !section) return null;
+      const cursor = stringParam(query.cursor);
+      // An absent cursor and an empty one are kept apart: the spec does not say they are the same page.
+      const page = cursor === undefined ? '-' : `c=${queryText(cursor)}`;
+      return { key: `section:${inn}:${section}:${page}`, kind: 'dossier', inn, windowed: true };
+    }
+    case 'requisites': {
+      const inn = params.inn;
+      return inn ? { key: `requisites:${inn}`, kind: 'requisites', inn, windowed: true } : null;
+    }
+    case 'person': {
+      const inn = params.inn;
+      return inn ? { key: `person:${inn}`, kind: 'person', inn, windowed: false } : null;
+    }
+    case 'bank': {
+      const bic = params.bic;
+      return bic ? { key: `bank:${bic}`, kind: 'bank', inn: null, windowed: false } : null;
+    }
+    case 'check_poll': {
+      const uuid = params.uuid?.toLowerCase();
+      return uuid ? { key: `check:${uuid}`, kind: 'check', inn: null, windowed: false } : null;
+    }
+    case 'suggest': {
+      const q = normalizeQueryText(stringParam(query.q));
+      return q === undefined
+        ? null
+        : { key: `suggest:${queryText(q)}`, kind: 'suggest', inn: null, windowed: false };
+    }
+    case 'search': {
+      const q = normalizeQueryText(stringParam(query.q));
+      if (q === undefined) return null;
+      const kind = stringParam(query.kind) ?? 'all';
+      const pageText = stringParam(query.page);
+      const page = pageText === undefined ? 1 : Number.parseInt(pageText, 10);
+      if (!Number.isSafeInteger(page)) return null;
+      return {
+        key: `search:${encodeURIComponent(kind)}:${page}:${queryText(q)}`,
+        kind: 'search',
+        inn: null,
+        windowed: false,
+      };
+    }
+    default:
+      return null; // me, openapi, check_create: never cached
+  }
+}
+
+/** Which kind of entry an upstream answer becomes: its policy's kind, `negative`, or null (not stored). */
+export function storableKind(
+  route: RouteName,
+  policy: CachePolicy,
+  status: number,
+  body: Buffer,
+): CacheKind | null {
+  if (status === 200) return policy.kind;
+  if (status === 404 && NEGATIVE_ROUTES.has(route) && errorCode(body) === 'not_found') return 'negative';
+  return null;
+}
+
+/** Tag of every entry about one INN (admin purge). */
+export function innTag(inn: string): string {
+  return `inn:${inn}`;
+}
+
+export function routeTag(route: RouteName): string {
+  return `route:${route}`;
+}
+
+/**
+ * Search and suggest text as one key: Unicode NFC, surrounding space trimmed, inner runs of
+ * white space made one space. Case is kept: the upstream echoes `query` in the search answer,
+ * and the spec does not promise case-insensitive matching.
+ */
+export function normalizeQueryText(q: string | undefined): string | undefined {
+  if (q === undefined) return undefined;
+  const text = q.normalize('NFC').trim().replace(/\s+/gu, ' ');
+  return text.length > 0 ? text : undefined;
+}
+
+/** A query value as a key segment: percent-encoded (no `:` inside), or its hash when long. */
+function queryText(text: string): string {
+  const encoded = encodeURIComponent(text);
+  if (encoded.length <= MAX_PLAIN_QUERY_BYTES) return encoded;
+  return `h.${createHash('sha256').update(text).digest('base64url').slice(0, 32)}`;
+}
+
+function stringParam(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && typeof value[0] === 'string') return value[0];
+  return undefined;
+}
+
+/** error.code of an upstream error envelope, or null. Only small bodies are parsed. */
+function errorCode(body: Buffer): string | null {
+  if (body.length > 65_536) return null;
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { error?: { code?: unknown } } | null;
+    const code = parsed?.error?.code;
+    return typeof code === 'string' ? code : null;
+  } catch {
+    return null;
+  }
+}

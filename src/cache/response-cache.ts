@@ -1,0 +1,293 @@
+// The response cache the request pipeline calls: look up before spending anything, save what
+// the upstream answered, stand in with a stale entry when the upstream fails, and render an
+// entry as an HTTP answer (compressed passthrough when the client accepts the stored coding).
+// Keys, freshness rules, the codec and compression live in their own modules; this one wires
+// them to the Store and the injected clock.
+//
+// The cache is shared by every app (one account pays for everything); scope and check
+// ownership are checked by the pipeline BEFORE lookup.
+//
+// Must never: throw from lookup/save/onUpstreamError/render on a store fault (a fault is a
+// miss, reported through onError), read Date.now(), store an answer the client sent no-store
+// for, or replace a good (200) entry with an error or a negative answer.
+import type { Clock } from '../clock.ts';
+import type { Store } from '../store/store.ts';
+import type { RouteName } from '../upstream-routes.ts';
+import { type CacheConfig, type CacheKind, maxAgeFor, storageTtlMs } from './cache-config.ts';
+import type { RequestDirectives } from './cache-control.ts';
+import { type CacheEntry, decodeEntry, encodeEntry, selectHeaders } from './cache-entry.ts';
+import { type CachePolicy, cachePolicy, innTag, routeTag, storableKind } from './cache-keys.ts';
+import { CacheCounters, type CacheStats } from './cache-stats.ts';
+import { acceptsCoding, compressBody, decompressBody } from './content-coding.ts';
+import { decide, type FetchReason, usableOnError } from './freshness.ts';
+
+export interface CacheRequest {
+  route: RouteName;
+  params: Readonly<Record<string, string | undefined>>;
+  query: Readonly<Record<string, unknown>>;
+  /** App name (per-app max ages); null on public routes. */
+  app: string | null;
+  directives: RequestDirectives;
+  /** A coverage window for this INN is open: an upstream read of this route would cost 0. */
+  windowOpen?: boolean;
+  /** The INN the answer is about when the route does not say (check results); else taken from the route or body. */
+  inn?: string;
+}
+
+export type Lookup =
+  | { action: 'serve'; entry: CacheEntry; age: number; status: 'HIT' | 'STALE' }
+  | { action: 'fetch'; reason: FetchReason; staleEntry?: CacheEntry }
+  | { action: 'not_cached' }
+  | { action: 'bypass' };
+
+export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE' | 'COALESCED' | 'BYPASS';
+
+export interface UpstreamAnswer {
+  status: number;
+  headers: Readonly<Record<string, string | undefined>>;
+  body: Buffer;
+}
+
+export interface RenderedAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface ResponseCacheOptions {
+  store: Store;
+  clock: Clock;
+  config: CacheConfig;
+  /** Store faults and undecodable entries; the request goes on as a miss. Default: ignored. */
+  onError?: (error: unknown, context: { op: string; key: string }) => void;
+}
+
+export class ResponseCache {
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly config: CacheConfig;
+  private readonly onError: NonNullable<ResponseCacheOptions['onError']>;
+  private readonly counters = new CacheCounters();
+
+  constructor(options: ResponseCacheOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+    this.config = options.config;
+    this.onError = options.onError ?? (() => {});
+  }
+
+  /** Whether answers of this route are ever cached (the pipeline skips the cache otherwise). */
+  static isCacheableRoute(route: RouteName): boolean {
+    return !['me', 'openapi', 'check_create'].includes(route);
+  }
+
+  /** The decision for one request. Never throws; a store fault is a miss. */
+  async lookup(req: CacheRequest): Promise<Lookup> {
+    const policy = cachePolicy(req.route, req.params, req.query);
+    if (!policy) return { action: 'bypass' };
+    const d = req.directives;
+    const entry = await this.read(policy.key, req.route);
+    if (!entry) {
+      this.counters.count(req.route, d.onlyIfCached ? 'notCached' : 'misses');
+      return d.onlyIfCached ? { action: 'not_cached' } : { action: 'fetch', reason: 'miss' };
+    }
+    const ageMs = this.ageMs(entry);
+    const decision = decide({
+      ageMs,
+      lifetimeMs: this.lifetime(entry.kind, req.app),
+      directives: d,
+      windowOpen: req.windowOpen === true,
+      windowed: policy.windowed && entry.kind !== 'negative',
+      windowRefreshAfterMs: this.config.windowRefreshAfterMs,
+    });
+    if (decision.serve) {
+      this.counters.count(req.route, decision.stale ? 'stale' : 'hits');
+      return {
+        action: 'serve',
+        entry,
+        age: Math.floor(ageMs / 1000),
+        status: decision.stale ? 'STALE' : 'HIT',
+      };
+    }
+    if (decision.reason === 'not_cached') {
+      this.counters.count(req.route, 'notCached');
+      return { action: 'not_cached' };
+    }
+    this.counters.count(req.route, decision.reason === 'expired' ? 'misses' : 'refreshes');
+    return { action: 'fetch', reason: decision.reason, staleEntry: entry };
+  }
+
+  /**
+   * stale-if-error: the entry to serve (X-Cache: STALE) when the upstream call made after a
+   * 'fetch' lookup failed with 502/503 or timed out; null when there is none within bounds.
+   */
+  onUpstreamError(
+    staleEntry: CacheEntry | undefined,
+    directives: RequestDirectives,
+    app: string | null = null,
+  ): CacheEntry | null {
+    if (!staleEntry) return null;
+    const ok = usableOnError({
+      ageMs: this.ageMs(staleEntry),
+      lifetimeMs: this.lifetime(staleEntry.kind, app),
+      maxStaleMs: this.config.maxStaleMs,
+      directives,
+    });
+    if (!ok) return null;
+    this.counters.count(staleEntry.route, 'stale');
+    return staleEntry;
+  }
+
+  /**
+   * Stores an upstream answer when it may be stored: a 200 of a cacheable route, or a 404
+   * not_found about an unknown INN (negative entry). Returns the stored entry (so a MISS can be
+   * rendered through render() as well), or null. Never throws.
+   */
+  async save(req: CacheRequest, answer: UpstreamAnswer): Promise<CacheEntry | null> {
+    const policy = cachePolicy(req.route, req.params, req.query);
+    if (!policy || req.directives.noStore) return null;
+    try {
+      const kind = storableKind(req.route, policy, answer.status, answer.body);
+      if (!kind) return null;
+      if (kind === 'negative') {
+        // An unknown-INN answer never displaces a good entry (a transient 404 is the likelier story).
+        const existing = await this.read(policy.key, req.route);
+        if (existing && existing.status === 200) return null;
+      }
+      const inn =
+        policy.inn ?? req.inn ?? (req.route === 'check_poll' ? innOfCheckResult(answer.body) : null);
+      const packed = await compressBody(answer.body, this.config.compression);
+      const entry: CacheEntry = {
+        status: answer.status,
+        headers: selectHeaders(answer.headers),
+        body: packed.body,
+        encoding: packed.encoding,
+        identityLength: answer.body.length,
+        storedAt: this.clock.now(),
+        inn,
+        route: req.route,
+        kind,
+      };
+      const ttlMs = storageTtlMs(this.config, kind);
+      await this.store.cacheSet(policy.key, encodeEntry(entry), { ttlMs, tags: this.tags(req.route, inn) });
+      this.counters.count(req.route, 'stores');
+      this.counters.track(policy.key, req.route, inn, entry.storedAt + ttlMs, entry.storedAt);
+      return entry;
+    } catch (error) {
+      this.counters.count(req.route, 'errors');
+      this.onError(error, { op: 'save', key: policy.key });
+      return null;
+    }
+  }
+
+  /** A stored entry as an answer, without counting a hit (coalesced followers after the leader saved). */
+  async peek(req: Pick<CacheRequest, 'route' | 'params' | 'query'>): Promise<CacheEntry | null> {
+    const policy = cachePolicy(req.route, req.params, req.query);
+    return policy ? this.read(policy.key, req.route) : null;
+  }
+
+  /**
+   * The HTTP answer for an entry: status, stored headers, Age, X-Cache, Vary: Accept-Encoding,
+   * and the body compressed as stored when the client accepts that coding (Content-Encoding
+   * set), else decompressed once. The pipeline adds X-Request-Id, X-Charged-Minor and
+   * X-Window-Expires.
+   */
+  render(
+    entry: CacheEntry,
+    acceptEncoding: string | readonly string[] | undefined,
+    xCache: CacheStatusHeader = 'HIT',
+  ): RenderedAnswer {
+    const headers: Record<string, string> = {
+      ...entry.headers,
+      age: String(Math.floor(this.ageMs(entry) / 1000)),
+      'x-cache': xCache,
+      vary: 'Accept-Encoding',
+    };
+    if (entry.encoding === 'identity') return { status: entry.status, headers, body: entry.body };
+    if (acceptsCoding(acceptEncoding, entry.encoding)) {
+      headers['content-encoding'] = entry.encoding;
+      return { status: entry.status, headers, body: entry.body };
+    }
+    return { status: entry.status, headers, body: decompressBody(entry.body, entry.encoding) };
+  }
+
+  /** Deletes every entry about one INN (dossier, sections, requisites, person, negative, checks). */
+  async purgeInn(inn: string): Promise<number> {
+    if (!/^(\d{10}|\d{12})$/.test(inn)) throw new RangeError(`not an INN: ${JSON.stringify(inn)}`);
+    const purged = await this.store.cachePurgeTag(innTag(inn));
+    this.counters.untrackInn(inn);
+    return purged;
+  }
+
+  /** Deletes the entry of one request (admin, tests). */
+  async delete(req: Pick<CacheRequest, 'route' | 'params' | 'query'>): Promise<void> {
+    const policy = cachePolicy(req.route, req.params, req.query);
+    if (!policy) return;
+    await this.store.cacheDelete(policy.key);
+    this.counters.untrack(policy.key);
+  }
+
+  /** This replica's counters per route, with the store's byte count. */
+  async stats(): Promise<CacheStats> {
+    let bytes: number | null = null;
+    try {
+      bytes = await this.store.cacheBytes();
+    } catch (error) {
+      this.onError(error, { op: 'stats', key: '' });
+    }
+    return this.counters.snapshot(this.clock.now(), bytes);
+  }
+
+  /** The store key of a request, or null when its route is never cached (logs, admin). */
+  keyOf(req: Pick<CacheRequest, 'route' | 'params' | 'query'>): CachePolicy | null {
+    return cachePolicy(req.route, req.params, req.query);
+  }
+
+  private async read(key: string, route: RouteName): Promise<CacheEntry | null> {
+    let bytes: Buffer | null;
+    try {
+      bytes = await this.store.cacheGet(key);
+    } catch (error) {
+      this.counters.count(route, 'errors');
+      this.onError(error, { op: 'get', key });
+      return null;
+    }
+    if (!bytes) return null;
+    const entry = decodeEntry(bytes);
+    if (!entry) {
+      this.onError(new Error('undecodable cache entry dropped'), { op: 'decode', key });
+      await this.store.cacheDelete(key).catch(() => {});
+    }
+    return entry;
+  }
+
+  private ageMs(entry: CacheEntry): number {
+    return Math.max(0, this.clock.now() - entry.storedAt);
+  }
+
+  private lifetime(kind: CacheKind, app: string | null): number {
+    return maxAgeFor(this.config, kind, app);
+  }
+
+  private tags(route: RouteName, inn: string | null): string[] {
+    const tags: string[] = [];
+    if (inn) tags.push(innTag(inn));
+    if (this.config.routeTags) tags.push(routeTag(route));
+    return tags;
+  }
+}
+
+/** The company's INN in a check result (dossier: company.inn; requisites result: requisites.inn). */
+function innOfCheckResult(body: Buffer): string | null {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as {
+      company?: { inn?: unknown };
+      requisites?: { inn?: unknown };
+      inn?: unknown;
+    } | null;
+    const inn = parsed?.company?.inn ?? parsed?.requisites?.inn ?? parsed?.inn;
+    return typeof inn === 'string' && /^(\d{10}|\d{12})$/.test(inn) ? inn : null;
+  } catch {
+    return null;
+  }
+}
