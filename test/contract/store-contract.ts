@@ -7,6 +7,8 @@ import {
   describeBudgetContract,
   describeLedgerContract,
   describeLimiterContract,
+  SLACK_MS,
+  TTL,
 } from './store-contract-budgets.ts';
 
 export interface StoreHarness {
@@ -27,10 +29,6 @@ export interface ContractContext {
   /** `actual` is `expected`: exactly with a manual clock, within slack (never above) in real time. */
   expectAbout(actual: number, expected: number): void;
 }
-
-/** Real-time backends get this slack in timing assertions. */
-const SLACK_MS = 60;
-const TTL = 200;
 
 export function runStoreContract(name: string, factory: StoreFactory): void {
   describe(`Store contract: ${name}`, () => {
