@@ -1,0 +1,103 @@
+// The limiter's classes: their defaults (the upstream spec's "Limits" table), which classes each
+// gateway route spends, which class an upstream 429 belongs to, and the names of the derived
+// classes (per-app caps, the upstream's per-minute key cap) that go into the same atomic take.
+//
+// Pure data and pure functions: no clock, no I/O. Must never decide whether a call may start
+// (that is rate-governor.ts) or know how a backend stores a class.
+import type { RouteName } from '../upstream-routes.ts';
+
+export type LimitClassName = 'key' | 'search' | 'suggest' | 'check';
+
+export const LIMIT_CLASS_NAMES: readonly LimitClassName[] = ['key', 'search', 'suggest', 'check'];
+
+export interface LimitClassConfig {
+  name: LimitClassName;
+  /** Upstream calls allowed in any interval of windowMs. */
+  limit: number;
+  windowMs: number;
+  /** Deadline for a request of this class when the client sends no X-Max-Wait-Ms. */
+  maxWaitMs: number;
+}
+
+export const MINUTE_MS = 60_000;
+
+/**
+ * Defaults from the upstream spec (section Limits). `key` follows X-RateLimit-Limit at run
+ * time; `check` is the "cold fresh check" limit (see coldCheck below).
+ */
+export const DEFAULT_LIMIT_CLASSES: Readonly<Record<LimitClassName, LimitClassConfig>> = {
+  key: { name: 'key', limit: 60, windowMs: MINUTE_MS, maxWaitMs: 10_000 },
+  search: { name: 'search', limit: 20, windowMs: MINUTE_MS, maxWaitMs: 10_000 },
+  suggest: { name: 'suggest', limit: 120, windowMs: MINUTE_MS, maxWaitMs: 2_000 },
+  check: { name: 'check', limit: 2, windowMs: MINUTE_MS, maxWaitMs: 30_000 },
+};
+
+/** The defaults with any overrides applied; every class is always present. */
+export function limitClassesWith(
+  overrides: Partial<Record<LimitClassName, Partial<Omit<LimitClassConfig, 'name'>>>> = {},
+): Record<LimitClassName, LimitClassConfig> {
+  const out = {} as Record<LimitClassName, LimitClassConfig>;
+  for (const name of LIMIT_CLASS_NAMES) {
+    const merged = { ...DEFAULT_LIMIT_CLASSES[name], ...overrides[name], name };
+    if (!Number.isSafeInteger(merged.limit) || merged.limit < 0)
+      throw new RangeError(`limit of ${name} must be an integer >= 0, got ${merged.limit}`);
+    if (!Number.isFinite(merged.windowMs) || merged.windowMs <= 0)
+      throw new RangeError(`windowMs of ${name} must be > 0, got ${merged.windowMs}`);
+    if (!Number.isFinite(merged.maxWaitMs) || merged.maxWaitMs < 0)
+      throw new RangeError(`maxWaitMs of ${name} must be >= 0, got ${merged.maxWaitMs}`);
+    out[name] = merged;
+  }
+  return out;
+}
+
+/**
+ * Classes a route spends, the binding one first (it names the queue, the default deadline and
+ * the class reported in X-RateLimit-* for the app).
+ *
+ * Every POST /v1/check is treated as cold: whether the upstream answers from a warm register is
+ * known only after the call, so the gateway spends a `check` slot on each one (safe side).
+ * `openapi`: the spec states no limit, so it spends nothing. Suggest does not spend the key.
+ */
+export function routeClasses(route: RouteName): LimitClassName[] {
+  switch (route) {
+    case 'openapi':
+      return [];
+    case 'suggest':
+      return ['suggest'];
+    case 'search':
+      return ['search', 'key'];
+    case 'check_create':
+      return ['check', 'key'];
+    case 'me':
+    case 'company':
+    case 'section':
+    case 'check_poll':
+    case 'requisites':
+    case 'bank':
+    case 'person':
+      return ['key'];
+    default: {
+      const unknown: never = route;
+      throw new TypeError(`unknown route ${String(unknown)}`);
+    }
+  }
+}
+
+/** The class an upstream 429 `rate_limited` on this route pauses. */
+export function pausedClassOf(route: RouteName): LimitClassName | null {
+  const classes = routeClasses(route);
+  return classes[0] ?? null;
+}
+
+/** Store class that holds one app's cap on a class, e.g. "search@crm". */
+export function appCapClassName(className: LimitClassName, app: string): string {
+  return `${className}@${app}`;
+}
+
+/**
+ * Store class that counts key calls made while the upstream's minute ending at `resetAtMs`
+ * runs (the X-RateLimit-Remaining cap), e.g. "key~1768467660000". A fresh log per minute.
+ */
+export function upstreamMinuteClassName(resetAtMs: number): string {
+  return `key~${resetAtMs}`;
+}

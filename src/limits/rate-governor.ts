@@ -1,0 +1,800 @@
+// The rate governor: decides when a gateway request may call the upstream so that, across all
+// replicas, no class ever sees more than its limit of calls in any window (the Store's sliding
+// log, taken atomically for every class a call needs), waiting requests are served fairly
+// between apps (fair-queue.ts), a request that cannot start before its deadline is refused at
+// once, and the limits follow what the upstream reports (upstream-signals.ts).
+//
+// A refusal is a value (Denial); exceptions are faults only (StoreUnavailableError from the
+// Store reaches the caller unchanged). Must never: grant a call without the Store's atomic take,
+// call Date.now() (the injected clock only), or hold a slot for a call that never left the
+// gateway once the caller says so (release(false)).
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import type { LimitClassSpec, LimitClassState, Store, TakeResult } from '../store/store.ts';
+import type { RouteName } from '../upstream-routes.ts';
+import { FairQueue } from './fair-queue.ts';
+import {
+  appCapClassName,
+  LIMIT_CLASS_NAMES,
+  type LimitClassConfig,
+  type LimitClassName,
+  limitClassesWith,
+  pausedClassOf,
+  routeClasses,
+  upstreamMinuteClassName,
+} from './limit-classes.ts';
+import { type ClassView, startEstimateMs } from './slot-estimate.ts';
+import { readUpstreamSignals } from './upstream-signals.ts';
+import { type AppWaitStats, type DenialReason, WaitStats } from './wait-stats.ts';
+
+export type { DenialReason } from './wait-stats.ts';
+
+export interface AppLimits {
+  name: string;
+  /** Share of a saturated class relative to other apps of the same priority. Default 1. */
+  weight?: number;
+  /** Strict order between apps: a higher priority is served first. Default 0. */
+  priority?: number;
+  /** This app's own ceiling per class, calls per the class's window (across replicas). */
+  caps?: Partial<Record<LimitClassName, number>>;
+}
+
+export interface RateGovernorOptions {
+  store: Store;
+  clock: Clock;
+  /** Overrides of the spec defaults (limit, windowMs, maxWaitMs) per class. */
+  classes?: Partial<Record<LimitClassName, Partial<Omit<LimitClassConfig, 'name'>>>>;
+  /** Apps not listed get weight 1, priority 0 and no caps. */
+  apps?: AppLimits[];
+  defaults?: { maxWaitMs?: Partial<Record<LimitClassName, number>> };
+  /** Waits `ms` or until `signal` aborts (resolves either way). Default: a timer. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Default Math.random; the jitter source. */
+  random?: () => number;
+  /** Up to this much is added to each retry so replicas do not retry in lockstep. Default 20. */
+  jitterMs?: number;
+  /** Longest sleep between tries while waiting (notices slots other replicas give back). Default 1000. */
+  pollMs?: number;
+  /** Pause after a 429 rate_limited without a usable Retry-After. Default 1000. */
+  fallbackPauseMs?: number;
+  /** Longest pause an upstream header may impose. Default 600000. */
+  maxPauseMs?: number;
+  /** Kept after X-RateLimit-Reset in case the upstream's clock runs behind ours. Default 1000. */
+  resetMarginMs?: number;
+  /** Faults met in the background (a failed retry, a lost broadcast). Default: process.emitWarning. */
+  onError?: (error: unknown) => void;
+}
+
+export interface AcquireRequest {
+  app: string;
+  route: RouteName;
+  /** X-Max-Wait-Ms; the route class's default when absent. */
+  maxWaitMs?: number;
+  /** The client went away: the request leaves the queue. */
+  signal?: AbortSignal;
+}
+
+export interface Permit {
+  ok: true;
+  waitedMs: number;
+  classes: LimitClassName[];
+  /** true: the call reached the upstream (the slot stays spent); false: give the slots back. */
+  release(sentUpstream: boolean): Promise<void>;
+}
+
+export interface Denial {
+  ok: false;
+  /** The class that refused ("search", "key", ...). */
+  limit: LimitClassName;
+  /** When trying again can succeed, from now. */
+  retryAfterMs: number;
+  reason: DenialReason;
+}
+
+export interface Headroom {
+  limit: number;
+  remaining: number;
+  /** Unix ms by which every slot counted now has left the window (the pause end when paused). */
+  resetAtMs: number;
+  /** Unix ms when the next call of this class could start (now when remaining > 0). */
+  nextSlotAtMs: number;
+}
+
+export interface GovernorState {
+  at: number;
+  classes: {
+    name: LimitClassName;
+    limit: number;
+    configuredLimit: number;
+    windowMs: number;
+    used: number;
+    pausedForMs: number;
+    queued: Record<string, number>;
+  }[];
+  upstreamMinuteCap: { resetAtMs: number; limit: number; used: number } | null;
+  apps: (AppWaitStats & {
+    name: string;
+    weight: number;
+    priority: number;
+    caps: Partial<Record<LimitClassName, number>>;
+    waiting: number;
+  })[];
+}
+
+interface Waiter {
+  readonly app: string;
+  readonly id: string;
+  readonly classes: LimitClassName[];
+  readonly deadline: number;
+  readonly enqueuedAt: number;
+  readonly queue: Line;
+  readonly resolve: (result: Permit | Denial) => void;
+  readonly reject: (error: unknown) => void;
+  detach?: () => void;
+  done: boolean;
+}
+
+/** One waiting line per set of classes (key / search+key / check+key / suggest). */
+interface Line {
+  readonly classes: LimitClassName[];
+  readonly fq: FairQueue<Waiter>;
+  readonly blockedApps: Map<string, number>;
+  /** Per store class: when its next slot frees, from the latest refusal (absolute ms). */
+  readonly nextFreeAt: Map<string, number>;
+  running: boolean;
+  napping: 'class' | 'caps' | null;
+  wake: AbortController;
+}
+
+interface MinuteCap {
+  resetAtMs: number;
+  limit: number;
+}
+
+const CHANNEL = 'limits:upstream';
+
+const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+export class RateGovernor {
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly classes: Record<LimitClassName, LimitClassConfig>;
+  private readonly apps = new Map<string, AppLimits>();
+  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  private readonly random: () => number;
+  private readonly jitterMs: number;
+  private readonly pollMs: number;
+  private readonly signalOptions: { fallbackPauseMs: number; maxPauseMs: number; maxResetAheadMs: number };
+  private readonly resetMarginMs: number;
+  private readonly onError: (error: unknown) => void;
+  private readonly instance = randomUUID().slice(0, 8);
+  private readonly lines = new Map<string, Line>();
+  /** This replica's own slots still in a window, per store class (for estimates). */
+  private readonly ownSlots = new Map<string, Map<string, number>>();
+  private readonly stats = new WaitStats();
+  private keyLimit: number;
+  private minuteCap: MinuteCap | null = null;
+  private keyInFlight = 0;
+  private seq = 0;
+  private closed = false;
+  private readonly unsubscribe: Promise<(() => Promise<void>) | null>;
+
+  constructor(options: RateGovernorOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+    const withWaits = { ...options.classes };
+    for (const [name, ms] of Object.entries(options.defaults?.maxWaitMs ?? {})) {
+      const n = name as LimitClassName;
+      withWaits[n] = { ...withWaits[n], maxWaitMs: ms };
+    }
+    this.classes = limitClassesWith(withWaits);
+    for (const app of options.apps ?? []) {
+      if (app.weight !== undefined && !(app.weight > 0))
+        throw new RangeError(`weight of ${app.name} must be > 0`);
+      for (const [c, cap] of Object.entries(app.caps ?? {}))
+        if (!Number.isSafeInteger(cap) || (cap as number) < 0)
+          throw new RangeError(`cap ${c} of ${app.name} must be an integer >= 0`);
+      this.apps.set(app.name, app);
+    }
+    this.sleep = options.sleep ?? defaultSleep;
+    this.random = options.random ?? Math.random;
+    this.jitterMs = options.jitterMs ?? 20;
+    this.pollMs = options.pollMs ?? 1000;
+    this.resetMarginMs = options.resetMarginMs ?? 1000;
+    this.signalOptions = {
+      fallbackPauseMs: options.fallbackPauseMs ?? 1000,
+      maxPauseMs: options.maxPauseMs ?? 600_000,
+      maxResetAheadMs: this.classes.key.windowMs,
+    };
+    this.onError = options.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
+    this.keyLimit = this.classes.key.limit;
+    this.unsubscribe = this.store
+      .subscribe(CHANNEL, (message) => this.onBroadcast(message))
+      .catch((error: unknown) => {
+        this.onError(error);
+        return null;
+      });
+  }
+
+  /** Waits for a start within the deadline, or says at once why it cannot have one. */
+  async acquire(request: AcquireRequest): Promise<Permit | Denial> {
+    if (this.closed) throw new Error('RateGovernor is closed');
+    const classes = routeClasses(request.route);
+    const start = this.clock.now();
+    const primary = classes[0];
+    if (!primary) return { ok: true, waitedMs: 0, classes, release: async () => {} };
+    if (request.signal?.aborted) return this.deny(request.app, primary, 0, 'aborted');
+    const maxWait = Math.max(0, request.maxWaitMs ?? this.classes[primary].maxWaitMs);
+    const line = this.lineFor(classes);
+    let resolve!: (r: Permit | Denial) => void;
+    let reject!: (e: unknown) => void;
+    const result = new Promise<Permit | Denial>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    const waiter: Waiter = {
+      app: request.app,
+      id: `${this.instance}:${++this.seq}`,
+      classes,
+      deadline: start + maxWait,
+      enqueuedAt: start,
+      queue: line,
+      resolve,
+      reject,
+      done: false,
+    };
+
+    if (line.fq.size === 0) {
+      // Nobody waits for these classes here: try at once (one Store round trip).
+      const taken = await this.take(waiter);
+      if (taken.ok) {
+        if (request.signal?.aborted) {
+          await this.store.returnSlots(
+            this.specsFor(waiter).map((s) => s.name),
+            waiter.id,
+          );
+          return this.deny(request.app, primary, 0, 'aborted');
+        }
+        return this.permit(waiter);
+      }
+      this.noteRefusal(line, taken);
+      if (this.isAppCap(taken.name)) line.blockedApps.set(waiter.app, this.clock.now() + taken.retryAfterMs);
+    }
+
+    line.fq.push(waiter);
+    const hopeless = await this.estimate(line, [waiter]).catch((error: unknown) => {
+      line.fq.remove(waiter);
+      throw error;
+    });
+    const verdict = hopeless.get(waiter);
+    if (verdict) {
+      line.fq.remove(waiter);
+      return this.deny(waiter.app, verdict.limit, verdict.retryAfterMs, verdict.reason);
+    }
+    if (request.signal) {
+      const signal = request.signal;
+      const onAbort = () => this.finish(waiter, this.deny(waiter.app, primary, 0, 'aborted'));
+      signal.addEventListener('abort', onAbort, { once: true });
+      waiter.detach = () => signal.removeEventListener('abort', onAbort);
+      if (signal.aborted) onAbort();
+    }
+    // A line asleep because every waiting app is at its cap may now have someone to serve.
+    if (line.napping === 'caps') line.wake.abort();
+    void this.pump(line);
+    return result;
+  }
+
+  /**
+   * Follows an upstream answer: X-RateLimit-Limit (the key allotment), X-RateLimit-Remaining
+   * with X-RateLimit-Reset (no more key calls than that until the reset) and a 429 with
+   * Retry-After in seconds (pauses the route's class). `errorCode` is the upstream error code
+   * of a 429 body when known; `quota_exceeded` is a tariff quota, not a rate, and is ignored.
+   * Call it before release(true) of the same call.
+   */
+  async observe(
+    route: RouteName,
+    status: number,
+    headers: Record<string, string | undefined>,
+    errorCode?: string,
+  ): Promise<void> {
+    const now = this.clock.now();
+    const signals = readUpstreamSignals(status, headers, now, this.signalOptions, errorCode);
+    let broadcast: { keyLimit?: number; minuteCap?: MinuteCap } | null = null;
+    if (signals.keyLimit !== undefined && signals.keyLimit !== this.keyLimit) {
+      this.keyLimit = signals.keyLimit;
+      broadcast = { keyLimit: signals.keyLimit };
+    }
+    if (signals.keyRemaining) {
+      const { remaining, resetAtMs } = signals.keyRemaining;
+      if (remaining === 0) {
+        await this.store.pauseClass('key', resetAtMs - now + this.resetMarginMs);
+      } else {
+        const name = upstreamMinuteClassName(resetAtMs);
+        const [state] = await this.store.limiterState([
+          { name, limit: 0, windowMs: this.minuteCapWindowMs() },
+        ]);
+        // Calls still in flight are not in the upstream's count yet: they will spend `remaining`.
+        const othersInFlight = Math.max(0, this.keyInFlight - (routeClasses(route).includes('key') ? 1 : 0));
+        const cap = { resetAtMs, limit: Math.max(0, (state?.used ?? 0) - othersInFlight + remaining) };
+        if (this.mergeMinuteCap(cap)) broadcast = { ...broadcast, minuteCap: this.minuteCap ?? cap };
+      }
+    }
+    if (signals.pauseMs !== undefined) {
+      const paused = pausedClassOf(route);
+      if (paused) await this.store.pauseClass(paused, signals.pauseMs);
+    }
+    if (broadcast) {
+      await this.store
+        .publish(CHANNEL, JSON.stringify({ from: this.instance, ...broadcast }))
+        .catch((error: unknown) => this.onError(error));
+    }
+    this.wakeAll();
+  }
+
+  /** What the app may still use now, per class (for X-RateLimit-* on the gateway's answers). */
+  async headroom(app: string): Promise<Record<LimitClassName, Headroom>> {
+    const now = this.clock.now();
+    const specs: LimitClassSpec[] = [];
+    for (const name of LIMIT_CLASS_NAMES) {
+      specs.push(this.spec(name));
+      const cap = this.capOf(app, name);
+      if (cap !== undefined)
+        specs.push({ name: appCapClassName(name, app), limit: cap, windowMs: this.classes[name].windowMs });
+    }
+    const cap = this.activeMinuteCap(now);
+    if (cap) specs.push(this.minuteCapSpec(cap));
+    const states = await this.store.limiterState(specs);
+    const out = {} as Record<LimitClassName, Headroom>;
+    for (const name of LIMIT_CLASS_NAMES) {
+      const related = specs
+        .map((spec, i) => ({ spec, state: states[i] }))
+        .filter(
+          ({ spec }) =>
+            spec.name === name ||
+            spec.name === appCapClassName(name, app) ||
+            (name === 'key' && spec.name.startsWith('key~')),
+        );
+      let limit = Number.POSITIVE_INFINITY;
+      let remaining = Number.POSITIVE_INFINITY;
+      let resetAtMs = now;
+      let nextSlotAtMs = now;
+      for (const { spec, state } of related) {
+        if (!state) continue;
+        const view = this.view(spec, state, now);
+        limit = Math.min(limit, spec.limit);
+        remaining = Math.min(remaining, state.pausedForMs > 0 ? 0 : Math.max(0, spec.limit - state.used));
+        const allOwn = view.ownExpiriesMs.length >= state.used;
+        const clears = state.used === 0 ? 0 : allOwn ? Math.max(0, ...view.ownExpiriesMs) : view.windowMs;
+        resetAtMs = Math.max(resetAtMs, now + Math.max(clears, state.pausedForMs));
+        nextSlotAtMs = Math.max(nextSlotAtMs, now + Math.ceil(startEstimateMs(view, 0)));
+      }
+      out[name] = { limit, remaining, resetAtMs, nextSlotAtMs };
+    }
+    return out;
+  }
+
+  /** The tightest class of a route for this app (what X-RateLimit-* on that route shows). */
+  async headroomFor(
+    app: string,
+    route: RouteName,
+  ): Promise<(Headroom & { limitClass: LimitClassName }) | null> {
+    const classes = routeClasses(route);
+    if (classes.length === 0) return null;
+    const all = await this.headroom(app);
+    let best: (Headroom & { limitClass: LimitClassName }) | null = null;
+    for (const name of classes) {
+      const h = all[name];
+      if (!best || h.remaining < best.remaining) best = { ...h, limitClass: name };
+    }
+    return best;
+  }
+
+  /** Every class's state and queues, and every app's waits (GET /admin/limits). */
+  async state(): Promise<GovernorState> {
+    const now = this.clock.now();
+    const specs = LIMIT_CLASS_NAMES.map((name) => this.spec(name));
+    const cap = this.activeMinuteCap(now);
+    if (cap) specs.push(this.minuteCapSpec(cap));
+    const states = await this.store.limiterState(specs);
+    const queued = new Map<LimitClassName, Record<string, number>>();
+    const waiting = new Map<string, number>();
+    for (const line of this.lines.values()) {
+      for (const [app, n] of Object.entries(line.fq.depthByApp())) {
+        waiting.set(app, (waiting.get(app) ?? 0) + n);
+        for (const c of line.classes) {
+          const q = queued.get(c) ?? {};
+          q[app] = (q[app] ?? 0) + n;
+          queued.set(c, q);
+        }
+      }
+    }
+    const names = new Set([...this.apps.keys(), ...this.stats.names(), ...waiting.keys()]);
+    return {
+      at: now,
+      classes: LIMIT_CLASS_NAMES.map((name, i) => ({
+        name,
+        limit: specs[i]?.limit ?? 0,
+        configuredLimit: this.classes[name].limit,
+        windowMs: this.classes[name].windowMs,
+        used: states[i]?.used ?? 0,
+        pausedForMs: states[i]?.pausedForMs ?? 0,
+        queued: queued.get(name) ?? {},
+      })),
+      upstreamMinuteCap: cap ? { ...cap, used: states[LIMIT_CLASS_NAMES.length]?.used ?? 0 } : null,
+      apps: [...names].sort().map((name) => ({
+        name,
+        weight: this.weightOf(name),
+        priority: this.priorityOf(name),
+        caps: { ...this.apps.get(name)?.caps },
+        waiting: waiting.get(name) ?? 0,
+        ...this.stats.snapshot(name),
+      })),
+    };
+  }
+
+  /** Refuses everyone still waiting and stops. Slots of calls in flight stay until their window passes. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const line of this.lines.values()) {
+      for (const w of line.fq.ordered())
+        this.finish(w, this.deny(w.app, w.classes[0] ?? 'key', 0, 'shutdown'));
+      line.wake.abort();
+    }
+    const unsubscribe = await this.unsubscribe;
+    if (unsubscribe) await unsubscribe().catch((error: unknown) => this.onError(error));
+  }
+
+  // --- the waiting line ---
+
+  private async pump(line: Line): Promise<void> {
+    if (line.running || this.closed) return;
+    line.running = true;
+    try {
+      while (!this.closed && line.fq.size > 0) {
+        let now = this.clock.now();
+        for (const w of line.fq.ordered())
+          if (w.deadline < now) this.finish(w, this.denyFor(w, line, now, 'deadline'));
+        const w = line.fq.peek((app) => (line.blockedApps.get(app) ?? 0) <= now);
+        if (!w) {
+          const blocked = [...line.blockedApps.values()].filter((t) => t > now);
+          await this.nap(line, 'caps', Math.min(...blocked, ...this.deadlines(line)) - now);
+          continue;
+        }
+        let taken: TakeResult;
+        try {
+          taken = await this.take(w);
+        } catch (error) {
+          line.fq.remove(w);
+          this.fail(w, error);
+          continue;
+        }
+        if (w.done) {
+          if (taken.ok) await this.giveBack(w).catch((error: unknown) => this.onError(error));
+          continue;
+        }
+        if (taken.ok) {
+          line.fq.served(w);
+          for (const [app, until] of line.blockedApps) if (until <= now) line.blockedApps.delete(app);
+          this.finish(w, this.permit(w));
+          continue;
+        }
+        now = this.clock.now();
+        this.noteRefusal(line, taken);
+        if (this.isAppCap(taken.name)) line.blockedApps.set(w.app, now + taken.retryAfterMs);
+        const hopeless = await this.estimate(line, line.fq.ordered()).catch((error: unknown) => {
+          this.onError(error);
+          return new Map<Waiter, never>();
+        });
+        for (const [h, verdict] of hopeless)
+          this.finish(h, this.deny(h.app, verdict.limit, verdict.retryAfterMs, verdict.reason));
+        if (!this.isAppCap(taken.name)) {
+          const jitter = this.random() * this.jitterMs;
+          const wait = Math.min(
+            taken.retryAfterMs + jitter,
+            this.pollMs,
+            ...this.deadlines(line).map((d) => d - now),
+          );
+          await this.nap(line, 'class', wait);
+        }
+      }
+    } finally {
+      line.running = false;
+    }
+  }
+
+  /** Just after each waiter's deadline: when the line must look again to refuse it. */
+  private deadlines(line: Line): number[] {
+    return line.fq.ordered().map((w) => w.deadline + 1);
+  }
+
+  private async nap(line: Line, why: 'class' | 'caps', ms: number): Promise<void> {
+    line.napping = why;
+    await this.sleep(Math.max(0, ms), line.wake.signal);
+    line.napping = null;
+    if (line.wake.signal.aborted) line.wake = new AbortController();
+  }
+
+  private wakeAll(): void {
+    for (const line of this.lines.values()) line.wake.abort();
+  }
+
+  /**
+   * Which of `candidates` cannot start before their deadline, by queue position and the window's
+   * free-up times; the rest keep waiting. One limiterState round trip.
+   */
+  private async estimate(
+    line: Line,
+    candidates: Waiter[],
+  ): Promise<Map<Waiter, { limit: LimitClassName; retryAfterMs: number; reason: DenialReason }>> {
+    const out = new Map<Waiter, { limit: LimitClassName; retryAfterMs: number; reason: DenialReason }>();
+    const order = line.fq.ordered();
+    if (order.length === 0 || candidates.length === 0) return out;
+    const specs = new Map<string, LimitClassSpec>();
+    for (const w of order) for (const s of this.specsFor(w)) specs.set(s.name, s);
+    const list = [...specs.values()];
+    const states = await this.store.limiterState(list);
+    const now = this.clock.now();
+    const views = new Map<string, { view: ClassView; state: LimitClassState }>();
+    list.forEach((spec, i) => {
+      const state = states[i];
+      if (state) views.set(spec.name, { view: this.view(spec, state, now), state });
+    });
+    const wanted = new Set(candidates);
+    const aheadInApp = new Map<string, number>();
+    let ahead = 0;
+    for (const w of order) {
+      const inApp = aheadInApp.get(w.app) ?? 0;
+      let worst = 0;
+      let verdict: { limit: LimitClassName; retryAfterMs: number; reason: DenialReason } | null = null;
+      for (const spec of this.specsFor(w)) {
+        const v = views.get(spec.name);
+        if (!v) continue;
+        const appCap = this.isAppCap(spec.name);
+        let at = startEstimateMs(v.view, appCap ? inApp : ahead);
+        at = Math.max(at, (line.nextFreeAt.get(spec.name) ?? now) - now);
+        if (at > worst || !verdict) {
+          worst = at;
+          const reason: DenialReason = appCap ? 'app_cap' : v.state.pausedForMs >= at ? 'paused' : 'deadline';
+          verdict = { limit: this.baseClass(spec.name), retryAfterMs: at, reason };
+        }
+      }
+      if (verdict && wanted.has(w) && now + worst > w.deadline) {
+        out.set(w, {
+          ...verdict,
+          retryAfterMs: Number.isFinite(worst) ? Math.ceil(worst) : this.classes[verdict.limit].windowMs,
+        });
+      } else {
+        ahead++;
+        aheadInApp.set(w.app, inApp + 1);
+      }
+    }
+    return out;
+  }
+
+  // --- slots ---
+
+  private async take(w: Waiter): Promise<TakeResult> {
+    const result = await this.store.takeSlots(this.specsFor(w), w.id);
+    if (result.ok || !result.name.startsWith('key~')) return result;
+    // The minute cap frees at the upstream's reset, not when its (long) log window passes.
+    const cap = this.minuteCap;
+    const untilReset = cap ? cap.resetAtMs + this.resetMarginMs - this.clock.now() : result.retryAfterMs;
+    return { ...result, retryAfterMs: Math.max(1, Math.min(result.retryAfterMs, untilReset)) };
+  }
+
+  private permit(w: Waiter): Permit {
+    const now = this.clock.now();
+    const waitedMs = Math.max(0, now - w.enqueuedAt);
+    const names = this.specsFor(w).map((s) => s.name);
+    for (const spec of this.specsFor(w)) this.remember(spec, w.id, now);
+    const spendsKey = w.classes.includes('key');
+    if (spendsKey) this.keyInFlight++;
+    this.stats.granted(w.app, waitedMs);
+    let released = false;
+    return {
+      ok: true,
+      waitedMs,
+      classes: w.classes,
+      release: async (sentUpstream: boolean) => {
+        if (released) return;
+        released = true;
+        if (spendsKey) this.keyInFlight--;
+        if (sentUpstream) return;
+        for (const name of names) this.ownSlots.get(name)?.delete(w.id);
+        await this.store.returnSlots(names, w.id);
+        for (const line of this.lines.values())
+          if (line.classes.some((c) => w.classes.includes(c))) line.wake.abort();
+      },
+    };
+  }
+
+  /** Records one of this replica's slots; forgets those that have left their window. */
+  private remember(spec: LimitClassSpec, id: string, now: number): void {
+    if (spec.name.startsWith('key~')) {
+      for (const name of this.ownSlots.keys())
+        if (name.startsWith('key~') && name !== spec.name) this.ownSlots.delete(name);
+    }
+    let own = this.ownSlots.get(spec.name);
+    if (!own) {
+      own = new Map();
+      this.ownSlots.set(spec.name, own);
+    }
+    // Insertion order is time order: the oldest are first.
+    for (const [oldId, at] of own) {
+      if (at + spec.windowMs > now) break;
+      own.delete(oldId);
+    }
+    own.set(id, now);
+  }
+
+  private async giveBack(w: Waiter): Promise<void> {
+    await this.store.returnSlots(
+      this.specsFor(w).map((s) => s.name),
+      w.id,
+    );
+  }
+
+  /** Every store class one call of this waiter takes: its classes, its app's caps, the minute cap. */
+  private specsFor(w: { app: string; classes: LimitClassName[] }): LimitClassSpec[] {
+    const specs: LimitClassSpec[] = [];
+    for (const c of w.classes) {
+      specs.push(this.spec(c));
+      const cap = this.capOf(w.app, c);
+      if (cap !== undefined)
+        specs.push({ name: appCapClassName(c, w.app), limit: cap, windowMs: this.classes[c].windowMs });
+    }
+    const minute = w.classes.includes('key') ? this.activeMinuteCap(this.clock.now()) : null;
+    if (minute) specs.push(this.minuteCapSpec(minute));
+    return specs;
+  }
+
+  private spec(name: LimitClassName): LimitClassSpec {
+    const c = this.classes[name];
+    return { name, limit: name === 'key' ? this.keyLimit : c.limit, windowMs: c.windowMs };
+  }
+
+  private view(spec: LimitClassSpec, state: LimitClassState, now: number): ClassView {
+    const own = this.ownSlots.get(spec.name);
+    const ownExpiriesMs: number[] = [];
+    const minute = spec.name.startsWith('key~');
+    const windowMs =
+      minute && this.minuteCap
+        ? Math.max(1, this.minuteCap.resetAtMs + this.resetMarginMs - now)
+        : spec.windowMs;
+    if (own) {
+      for (const [id, at] of own) {
+        const left = minute ? windowMs : at + spec.windowMs - now;
+        if (left <= 0) own.delete(id);
+        else ownExpiriesMs.push(left);
+      }
+    }
+    return { limit: spec.limit, windowMs, used: state.used, pausedForMs: state.pausedForMs, ownExpiriesMs };
+  }
+
+  private noteRefusal(line: Line, refusal: { name: string; retryAfterMs: number }): void {
+    line.nextFreeAt.set(refusal.name, this.clock.now() + refusal.retryAfterMs);
+  }
+
+  // --- the upstream's minute (X-RateLimit-Remaining) ---
+
+  private minuteCapWindowMs(): number {
+    return 2 * this.classes.key.windowMs + this.resetMarginMs;
+  }
+
+  private minuteCapSpec(cap: MinuteCap): LimitClassSpec {
+    return {
+      name: upstreamMinuteClassName(cap.resetAtMs),
+      limit: cap.limit,
+      windowMs: this.minuteCapWindowMs(),
+    };
+  }
+
+  private activeMinuteCap(now: number): MinuteCap | null {
+    const cap = this.minuteCap;
+    if (cap && now >= cap.resetAtMs + this.resetMarginMs) this.minuteCap = null;
+    return this.minuteCap;
+  }
+
+  /** Keeps the lowest cap of the newest upstream minute; true when it changed. */
+  private mergeMinuteCap(cap: MinuteCap): boolean {
+    const current = this.activeMinuteCap(this.clock.now());
+    if (current && current.resetAtMs > cap.resetAtMs) return false;
+    if (current && current.resetAtMs === cap.resetAtMs && current.limit <= cap.limit) return false;
+    this.minuteCap = cap;
+    return true;
+  }
+
+  private onBroadcast(message: string): void {
+    try {
+      const m = JSON.parse(message) as { from?: string; keyLimit?: number; minuteCap?: MinuteCap };
+      if (m.from === this.instance) return;
+      if (typeof m.keyLimit === 'number' && Number.isSafeInteger(m.keyLimit) && m.keyLimit > 0)
+        this.keyLimit = m.keyLimit;
+      if (m.minuteCap && Number.isFinite(m.minuteCap.resetAtMs) && Number.isSafeInteger(m.minuteCap.limit))
+        this.mergeMinuteCap({ resetAtMs: m.minuteCap.resetAtMs, limit: Math.max(0, m.minuteCap.limit) });
+      this.wakeAll();
+    } catch (error) {
+      this.onError(error);
+    }
+  }
+
+  // --- small helpers ---
+
+  private lineFor(classes: LimitClassName[]): Line {
+    const key = classes.join('+');
+    let line = this.lines.get(key);
+    if (!line) {
+      line = {
+        classes,
+        fq: new FairQueue<Waiter>({
+          weightOf: (a) => this.weightOf(a),
+          priorityOf: (a) => this.priorityOf(a),
+        }),
+        blockedApps: new Map(),
+        nextFreeAt: new Map(),
+        running: false,
+        napping: null,
+        wake: new AbortController(),
+      };
+      this.lines.set(key, line);
+    }
+    return line;
+  }
+
+  private finish(w: Waiter, result: Permit | Denial): void {
+    if (w.done) return;
+    w.done = true;
+    w.queue.fq.remove(w);
+    w.detach?.();
+    w.resolve(result);
+  }
+
+  private fail(w: Waiter, error: unknown): void {
+    if (w.done) return;
+    w.done = true;
+    w.detach?.();
+    w.reject(error);
+  }
+
+  private deny(app: string, limit: LimitClassName, retryAfterMs: number, reason: DenialReason): Denial {
+    this.stats.denied(app, reason);
+    return { ok: false, limit, retryAfterMs: Math.max(0, Math.ceil(retryAfterMs)), reason };
+  }
+
+  private denyFor(w: Waiter, line: Line, now: number, reason: DenialReason): Denial {
+    const next = Math.max(0, ...[...line.nextFreeAt.values()].map((t) => t - now));
+    return this.deny(w.app, w.classes[0] ?? 'key', next, reason);
+  }
+
+  private isAppCap(storeClass: string): boolean {
+    return storeClass.includes('@');
+  }
+
+  private baseClass(storeClass: string): LimitClassName {
+    const base = storeClass.split(/[@~]/)[0] as LimitClassName;
+    return LIMIT_CLASS_NAMES.includes(base) ? base : 'key';
+  }
+
+  private capOf(app: string, c: LimitClassName): number | undefined {
+    return this.apps.get(app)?.caps?.[c];
+  }
+
+  private weightOf(app: string): number {
+    return this.apps.get(app)?.weight ?? 1;
+  }
+
+  private priorityOf(app: string): number {
+    return this.apps.get(app)?.priority ?? 0;
+  }
+}
