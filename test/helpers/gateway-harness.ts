@@ -1,0 +1,160 @@
+// A real gateway in front of a real emulator, both on port 0, for integration tests: apps
+// with fresh tokens, captured log lines, and helpers to read the emulator's ledger and
+// request log (the ground truth of what went upstream and what was charged).
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { newToken, tokenHash } from '../../src/auth/tokens.ts';
+import { OffsetClock } from '../../src/clock.ts';
+import { configSchema, type GatewayConfig, type Scope } from '../../src/config/schema.ts';
+import { createEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/emulator-server.ts';
+import { createLogger } from '../../src/logger.ts';
+import { buildServer } from '../../src/server.ts';
+import { createStore } from '../../src/store/create-store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { UpstreamClient } from '../../src/upstream/upstream-client.ts';
+
+export const UPSTREAM_KEY = 'emulator-upstream-key-0f3c9a';
+
+export interface AppSpec {
+  name: string;
+  scopes?: Scope[];
+  budgets?: { day?: { limitMinor: number }; month?: { limitMinor: number } };
+}
+
+export interface GatewayInstance {
+  url: string;
+  server: FastifyInstance;
+  store: Store;
+  clock: OffsetClock;
+  close(): Promise<void>;
+}
+
+export interface Harness {
+  emulator: Emulator;
+  gateway: GatewayInstance;
+  tokens: Record<string, string>;
+  adminToken: string;
+  logs: string[];
+  config: GatewayConfig;
+  /** Starts another gateway replica with the same config (share a Redis store to share state). */
+  addGateway(store?: Store): Promise<GatewayInstance>;
+  call(app: string, path: string, init?: RequestInit): Promise<Response>;
+  emu(path: string, body?: unknown): Promise<Record<string, unknown>>;
+  ledger(): Promise<{
+    entries: Array<{ inn: string; kind: string; amount_minor: number; idempotency_key: string | null }>;
+    totals: { count: number; amount_minor: number };
+  }>;
+  upstreamCount(): Promise<number>;
+  /** Moves both clocks (gateway and emulator) forward. */
+  advance(ms: number): void;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  apps?: AppSpec[];
+  config?: Record<string, unknown>;
+  emulator?: EmulatorOptions;
+  /** A store factory for the gateway(s); default: a fresh memory store. */
+  store?: (clock: OffsetClock) => Store;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const emulator = await createEmulator({
+    port: 0,
+    apiKeys: [`${UPSTREAM_KEY};name=gateway`],
+    logger: false,
+    ...options.emulator,
+  });
+  const tokens: Record<string, string> = {};
+  const apps = (options.apps ?? [{ name: 'alpha' }, { name: 'beta' }, { name: 'gamma' }]).map((spec) => {
+    tokens[spec.name] = newToken();
+    return {
+      name: spec.name,
+      tokenHash: tokenHash(tokens[spec.name]!),
+      scopes: spec.scopes ?? ['read:companies', 'read:checks', 'read:persons'],
+      budgets: spec.budgets ?? {},
+    };
+  });
+  const adminToken = newToken();
+  const config = configSchema.parse({
+    ...options.config,
+    upstream: { url: emulator.url, ...(options.config?.upstream as object) },
+    admin: { tokenHash: tokenHash(adminToken) },
+    apps,
+  });
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const logger = createLogger('info', sink);
+  const gateways: GatewayInstance[] = [];
+
+  const addGateway = async (shared?: Store): Promise<GatewayInstance> => {
+    const clock = new OffsetClock();
+    clock.advance(emulator.clock.offset);
+    const store =
+      shared ?? options.store?.(clock) ?? createStore({ clock, cacheMaxBytes: config.store.cacheMaxBytes });
+    const upstream = new UpstreamClient({ url: emulator.url, apiKey: UPSTREAM_KEY, connections: 16 });
+    const server = await buildServer({ config, upstream, store, clock, logger });
+    await server.listen({ host: '127.0.0.1', port: 0 });
+    const address = server.server.address() as { port: number };
+    const instance: GatewayInstance = {
+      url: `http://127.0.0.1:${address.port}`,
+      server,
+      store,
+      clock,
+      close: async () => {
+        await server.close();
+        await upstream.close();
+        if (!shared) await store.close();
+      },
+    };
+    gateways.push(instance);
+    return instance;
+  };
+
+  const gateway = await addGateway();
+  const harness: Harness = {
+    emulator,
+    gateway,
+    tokens,
+    adminToken,
+    logs,
+    config,
+    addGateway,
+    call: (app, path, init = {}) =>
+      fetch(`${gateway.url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${tokens[app]}`, ...(init.headers as Record<string, string>) },
+      }),
+    emu: async (path, body) => {
+      const res = await fetch(`${emulator.url}/_emulator${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { authorization: `Bearer ${UPSTREAM_KEY}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return (await res.json()) as Record<string, unknown>;
+    },
+    ledger: async () => (await harness.emu('/ledger')) as never,
+    upstreamCount: async () => {
+      const snap = (await harness.emu('/requests')) as { total: number };
+      return snap.total;
+    },
+    advance: (ms) => {
+      emulator.advanceClock(ms);
+      for (const g of gateways) g.clock.advance(ms);
+    },
+    close: async () => {
+      for (const g of gateways.reverse()) await g.close();
+      await emulator.close();
+    },
+  };
+  return harness;
+}
+
+export async function json(res: Response): Promise<Record<string, unknown>> {
+  return (await res.json()) as Record<string, unknown>;
+}
