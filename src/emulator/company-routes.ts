@@ -35,11 +35,26 @@ export function chargeRead(ctx: EmulatorContext, call: Call, inn: string, read: 
   return price;
 }
 
-function charged(body: string, amount: number): Answer {
+/** UTF-8 bytes of the memoized dossier JSON, reused while the data layer returns the same string. */
+function dossierBufferCache(): (inn: string, json: string) => Buffer {
+  const dossierBytes = new Map<string, { json: string; bytes: Buffer }>();
+  return (inn, json) => {
+    const cached = dossierBytes.get(inn);
+    if (cached && cached.json === json) return cached.bytes;
+    const bytes = Buffer.from(json, 'utf8');
+    dossierBytes.delete(inn);
+    dossierBytes.set(inn, { json, bytes });
+    if (dossierBytes.size > 256) dossierBytes.delete(dossierBytes.keys().next().value!);
+    return bytes;
+  };
+}
+
+function charged(body: string | Buffer, amount: number): Answer {
   return { status: 200, body, headers: { 'x-charged-minor': String(amount) } };
 }
 
 export function registerCompanyRoutes(app: FastifyInstance, ctx: EmulatorContext): void {
+  const dossierBuffer = dossierBufferCache();
   const common = {
     method: 'GET',
     scope: 'read:companies',
@@ -55,7 +70,7 @@ export function registerCompanyRoutes(app: FastifyInstance, ctx: EmulatorContext
       await call.faultGate();
       const body = ctx.data.dossierJson(inn);
       if (body === null) throw new ApiError('not_found', { inn });
-      return charged(body, chargeRead(ctx, call, inn, 'dossier'));
+      return charged(dossierBuffer(inn, body), chargeRead(ctx, call, inn, 'dossier'));
     });
   });
 

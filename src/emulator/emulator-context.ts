@@ -33,7 +33,8 @@ export interface EmulatorContext {
 /** What a route hands back: a status, a JSON body already serialized, extra headers. */
 export interface Answer {
   status: number;
-  body: string;
+  /** A Buffer for large memoized bodies (the dossier), so nothing is re-encoded per request. */
+  body: string | Buffer;
   headers?: Record<string, string>;
 }
 

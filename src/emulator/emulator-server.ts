@@ -91,6 +91,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     requestIdHeader: false,
     forceCloseConnections: true,
     bodyLimit: 1024 * 1024,
+    exposeHeadRoutes: false,
   });
   app.decorateRequest('emulatorAt', 0);
   app.decorateRequest('emulatorKey', null);

@@ -8,7 +8,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 export interface StoredAnswer {
   status: number;
-  body: string;
+  body: string | Buffer;
   headers?: Record<string, string>;
 }
 
