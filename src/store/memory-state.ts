@@ -135,9 +135,14 @@ interface Slot {
   at: number;
 }
 
+/** One class's slots, oldest first, with their ids for O(1) membership. */
+interface SlotLog {
+  slots: Slot[];
+  ids: Set<string>;
+}
+
 export class MemorySlots {
-  /** Per class: slots oldest first. */
-  private readonly logs = new Map<string, Slot[]>();
+  private readonly logs = new Map<string, SlotLog>();
   private readonly windows = new Map<string, number>();
   private readonly pauses = new Map<string, number>();
   constructor(private readonly clock: Clock) {}
@@ -147,11 +152,11 @@ export class MemorySlots {
     const now = this.clock.now();
     let refusal: { name: string; retryAfterMs: number } | null = null;
     for (const spec of specs) {
-      const log = this.prune(spec, now);
+      const { slots, ids } = this.prune(spec, now);
       let wait = this.pausedFor(spec.name, now);
-      if (log.length >= spec.limit && !log.some((s) => s.id === id)) {
+      if (slots.length >= spec.limit && !ids.has(id)) {
         // A slot frees when the entry that brings `used` below `limit` leaves the window.
-        const freeing = log[log.length - spec.limit];
+        const freeing = slots[slots.length - spec.limit];
         wait = Math.max(wait, freeing ? freeing.at + spec.windowMs - now : spec.windowMs);
       }
       if (wait > 0 && (!refusal || wait > refusal.retryAfterMs)) {
@@ -160,11 +165,17 @@ export class MemorySlots {
     }
     if (refusal) return { ok: false, ...refusal };
     for (const spec of specs) {
-      const log = this.logs.get(spec.name) ?? [];
-      const kept = log.filter((s) => s.id !== id);
-      kept.push({ id, at: now });
-      kept.sort((a, b) => a.at - b.at);
-      this.logs.set(spec.name, kept);
+      let log = this.logs.get(spec.name);
+      if (!log) {
+        log = { slots: [], ids: new Set() };
+        this.logs.set(spec.name, log);
+      }
+      if (log.ids.has(id)) log.slots = log.slots.filter((s) => s.id !== id);
+      log.ids.add(id);
+      // Keep time order even if the clock was set back.
+      let at = log.slots.length;
+      while (at > 0 && log.slots[at - 1]!.at > now) at--;
+      log.slots.splice(at, 0, { id, at: now });
       this.windows.set(spec.name, spec.windowMs);
     }
     return { ok: true };
@@ -173,11 +184,8 @@ export class MemorySlots {
   giveBack(classNames: string[], id: string): void {
     for (const name of classNames) {
       const log = this.logs.get(name);
-      if (log)
-        this.logs.set(
-          name,
-          log.filter((s) => s.id !== id),
-        );
+      if (!log?.ids.delete(id)) continue;
+      log.slots = log.slots.filter((s) => s.id !== id);
     }
   }
 
@@ -190,7 +198,7 @@ export class MemorySlots {
     const now = this.clock.now();
     return classes.map((spec) => ({
       name: spec.name,
-      used: this.prune(spec, now).length,
+      used: this.prune(spec, now).slots.length,
       pausedForMs: this.pausedFor(spec.name, now),
     }));
   }
@@ -198,8 +206,7 @@ export class MemorySlots {
   sweep(): void {
     const now = this.clock.now();
     for (const [name, windowMs] of this.windows) {
-      const log = this.prune({ name, limit: 0, windowMs }, now);
-      if (log.length === 0) {
+      if (this.prune({ name, limit: 0, windowMs }, now).slots.length === 0) {
         this.logs.delete(name);
         this.windows.delete(name);
       }
@@ -208,13 +215,13 @@ export class MemorySlots {
   }
 
   /** Drops slots taken at or before now - windowMs; returns what is left. */
-  private prune(spec: LimitClassSpec, now: number): Slot[] {
+  private prune(spec: LimitClassSpec, now: number): SlotLog {
     const log = this.logs.get(spec.name);
-    if (!log) return [];
+    if (!log) return { slots: [], ids: new Set() };
     const cutoff = now - spec.windowMs;
     let drop = 0;
-    while (drop < log.length && log[drop]!.at <= cutoff) drop++;
-    if (drop > 0) log.splice(0, drop);
+    while (drop < log.slots.length && log.slots[drop]!.at <= cutoff) log.ids.delete(log.slots[drop++]!.id);
+    if (drop > 0) log.slots.splice(0, drop);
     return log;
   }
 
