@@ -1,0 +1,373 @@
+// RateGovernor on the memory store with a clock the test moves: exact window arithmetic,
+// pauses in seconds, following X-RateLimit-*, which classes each route spends, per-app caps,
+// weights, deadline refusals that come at once, and callers that leave the queue.
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.ts';
+import {
+  type Denial,
+  type Permit,
+  RateGovernor,
+  type RateGovernorOptions,
+} from '../../src/limits/rate-governor.ts';
+import { MemoryStore } from '../../src/store/memory-store.ts';
+
+const flush = async (times = 5) => {
+  for (let i = 0; i < times; i++) await new Promise((r) => setImmediate(r));
+};
+
+/** Sleeps that end only when the test moves the clock past them (or the governor wakes them). */
+function manualTime(clock: ManualClock) {
+  const pending = new Set<{ until: number; resolve: () => void }>();
+  const sleep = (ms: number, signal: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      const entry = { until: clock.now() + ms, resolve };
+      if (signal.aborted) return resolve();
+      const onAbort = () => {
+        pending.delete(entry);
+        resolve();
+      };
+      entry.resolve = () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      pending.add(entry);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  /** Moves the clock to each sleeper's end in turn, letting the governor act at each step. */
+  const advance = async (ms: number) => {
+    const target = clock.now() + ms;
+    await flush();
+    for (;;) {
+      const next = Math.min(target, ...[...pending].map((e) => e.until));
+      if (next > clock.now()) clock.set(next);
+      const due = [...pending].filter((e) => e.until <= clock.now());
+      for (const e of due) {
+        pending.delete(e);
+        e.resolve();
+      }
+      await flush();
+      if (clock.now() >= target && ![...pending].some((e) => e.until <= clock.now())) break;
+    }
+  };
+  return { sleep, advance };
+}
+
+let governors: RateGovernor[] = [];
+afterEach(async () => {
+  for (const g of governors) await g.close();
+  governors = [];
+});
+
+function setup(options: Partial<RateGovernorOptions> = {}) {
+  const clock = new ManualClock();
+  const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+  const time = manualTime(clock);
+  const governor = new RateGovernor({ store, clock, sleep: time.sleep, random: () => 0, ...options });
+  governors.push(governor);
+  return { clock, store, governor, advance: time.advance };
+}
+
+const used = async (g: RateGovernor) =>
+  Object.fromEntries((await g.state()).classes.map((c) => [c.name, c.used])) as Record<string, number>;
+
+function asPermit(r: Permit | Denial): Permit {
+  if (!r.ok) throw new Error(`expected a permit, got ${JSON.stringify(r)}`);
+  return r;
+}
+
+describe('window arithmetic (key: 60 per 60 s)', () => {
+  it('grants N, refuses the N+1th at once with the exact time its slot frees, frees it after 60 s', async () => {
+    const { clock, governor } = setup();
+    const t0 = clock.now();
+    asPermit(await governor.acquire({ app: 'crm', route: 'company', maxWaitMs: 0 }));
+    clock.advance(1000);
+    for (let i = 0; i < 59; i++)
+      asPermit(await governor.acquire({ app: 'crm', route: 'company', maxWaitMs: 0 }));
+    expect(await governor.acquire({ app: 'crm', route: 'company', maxWaitMs: 0 })).toEqual({
+      ok: false,
+      limit: 'key',
+      retryAfterMs: 59_000,
+      reason: 'deadline',
+    });
+    clock.set(t0 + 59_999);
+    expect((await governor.acquire({ app: 'crm', route: 'me', maxWaitMs: 0 })).ok).toBe(false);
+    clock.set(t0 + 60_000);
+    asPermit(await governor.acquire({ app: 'crm', route: 'me', maxWaitMs: 0 }));
+    expect(await governor.acquire({ app: 'crm', route: 'me', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      retryAfterMs: 1000,
+    });
+  });
+
+  it('a request that can start within its deadline waits exactly until its slot frees', async () => {
+    const { clock, governor, advance } = setup({ classes: { check: { limit: 2 } } });
+    const t0 = clock.now();
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create' }));
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create' }));
+    const waiting = governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 60_000 });
+    await advance(60_000);
+    const permit = asPermit(await waiting);
+    expect(permit.waitedMs).toBe(60_000);
+    expect(clock.now()).toBe(t0 + 60_000);
+  });
+
+  it('refuses at once when the queue position cannot start in time, not after waiting', async () => {
+    const { clock, governor } = setup();
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create' }));
+    clock.advance(10_000);
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create' }));
+    // Slots free at +50 s and +60 s from now; a third waiter would need +110 s.
+    const a = governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 60_000 });
+    const b = governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 60_000 });
+    await flush();
+    const c = await governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 60_000 });
+    expect(c).toEqual({ ok: false, limit: 'check', retryAfterMs: 110_000, reason: 'deadline' });
+    const s = await governor.state();
+    expect(s.classes.find((x) => x.name === 'check')?.queued).toEqual({ crm: 2 });
+    void a;
+    void b;
+  });
+});
+
+describe('classes a route spends', () => {
+  it('search spends search and key; suggest spends only suggest; check spends check and key; openapi nothing', async () => {
+    const { governor } = setup();
+    asPermit(await governor.acquire({ app: 'crm', route: 'search' }));
+    expect(await used(governor)).toEqual({ key: 1, search: 1, suggest: 0, check: 0 });
+    asPermit(await governor.acquire({ app: 'crm', route: 'suggest' }));
+    expect(await used(governor)).toEqual({ key: 1, search: 1, suggest: 1, check: 0 });
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create' }));
+    expect(await used(governor)).toEqual({ key: 2, search: 1, suggest: 1, check: 1 });
+    const free = asPermit(await governor.acquire({ app: 'crm', route: 'openapi' }));
+    expect(free.classes).toEqual([]);
+    expect(await used(governor)).toEqual({ key: 2, search: 1, suggest: 1, check: 1 });
+  });
+
+  it('a full key budget blocks search even with search slots left; release(false) gives slots back', async () => {
+    const { governor } = setup({ classes: { key: { limit: 2 } } });
+    asPermit(await governor.acquire({ app: 'crm', route: 'company' }));
+    const p = asPermit(await governor.acquire({ app: 'crm', route: 'search' }));
+    expect(await governor.acquire({ app: 'crm', route: 'search', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      limit: 'key',
+    });
+    await p.release(false);
+    expect(await used(governor)).toMatchObject({ key: 1, search: 0 });
+    asPermit(await governor.acquire({ app: 'crm', route: 'search', maxWaitMs: 0 }));
+  });
+});
+
+describe('following the upstream', () => {
+  it('429 with Retry-After: 7 pauses that class for 7000 ms, not 7 ms; other classes go on', async () => {
+    const { clock, governor } = setup();
+    await governor.observe('search', 429, { 'Retry-After': '7' }, 'rate_limited');
+    expect(await governor.acquire({ app: 'crm', route: 'search', maxWaitMs: 0 })).toEqual({
+      ok: false,
+      limit: 'search',
+      retryAfterMs: 7000,
+      reason: 'paused',
+    });
+    asPermit(await governor.acquire({ app: 'crm', route: 'company', maxWaitMs: 0 }));
+    clock.advance(6999);
+    expect(await governor.acquire({ app: 'crm', route: 'search', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      reason: 'paused',
+    });
+    clock.advance(1);
+    asPermit(await governor.acquire({ app: 'crm', route: 'search', maxWaitMs: 0 }));
+  });
+
+  it('serves waiting callers when the pause ends', async () => {
+    const { clock, governor, advance } = setup();
+    const t0 = clock.now();
+    await governor.observe('check_create', 429, { 'Retry-After': '7' });
+    const waiting = governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 10_000 });
+    await advance(10_000);
+    expect(asPermit(await waiting).waitedMs).toBe(7000);
+    expect(clock.now()).toBeGreaterThanOrEqual(t0 + 7000);
+  });
+
+  it('a 429 quota_exceeded (tariff quota) pauses nothing', async () => {
+    const { governor } = setup();
+    await governor.observe('person', 429, { 'Retry-After': '60' }, 'quota_exceeded');
+    asPermit(await governor.acquire({ app: 'crm', route: 'person', maxWaitMs: 0 }));
+  });
+
+  it('X-RateLimit-Remaining lowers the key allowance until X-RateLimit-Reset', async () => {
+    const { clock, governor } = setup({ resetMarginMs: 1000 });
+    const resetSec = Math.floor(clock.now() / 1000) + 30;
+    await governor.observe('company', 200, {
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '3',
+      'X-RateLimit-Reset': String(resetSec),
+    });
+    for (let i = 0; i < 3; i++)
+      asPermit(await governor.acquire({ app: 'crm', route: 'company', maxWaitMs: 0 }));
+    expect(await governor.acquire({ app: 'crm', route: 'company', maxWaitMs: 0 })).toEqual({
+      ok: false,
+      limit: 'key',
+      retryAfterMs: 31_000,
+      reason: 'deadline',
+    });
+    expect((await governor.state()).upstreamMinuteCap).toMatchObject({ limit: 3, used: 3 });
+    clock.set(resetSec * 1000 + 1000);
+    asPermit(await governor.acquire({ app: 'crm', route: 'company', maxWaitMs: 0 }));
+  });
+
+  it('X-RateLimit-Remaining: 0 pauses key until the reset; X-RateLimit-Limit changes N', async () => {
+    const { clock, governor } = setup({ resetMarginMs: 0 });
+    const reset = Math.floor(clock.now() / 1000) + 20;
+    await governor.observe('me', 200, { 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(reset) });
+    expect(await governor.acquire({ app: 'crm', route: 'me', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      limit: 'key',
+      reason: 'paused',
+      retryAfterMs: reset * 1000 - clock.now(),
+    });
+    asPermit(await governor.acquire({ app: 'crm', route: 'suggest', maxWaitMs: 0 }));
+    clock.set(reset * 1000);
+    await governor.observe('me', 200, { 'X-RateLimit-Limit': '3' });
+    for (let i = 0; i < 3; i++) asPermit(await governor.acquire({ app: 'crm', route: 'me', maxWaitMs: 0 }));
+    expect(await governor.acquire({ app: 'crm', route: 'me', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      limit: 'key',
+    });
+    expect((await governor.state()).classes.find((c) => c.name === 'key')).toMatchObject({
+      limit: 3,
+      configuredLimit: 60,
+    });
+  });
+});
+
+describe('apps', () => {
+  it('a per-app cap refuses that app (app_cap) and leaves the class to the others', async () => {
+    const { governor } = setup({ apps: [{ name: 'crm', caps: { search: 2 } }] });
+    asPermit(await governor.acquire({ app: 'crm', route: 'search' }));
+    asPermit(await governor.acquire({ app: 'crm', route: 'search' }));
+    expect(await governor.acquire({ app: 'crm', route: 'search', maxWaitMs: 5000 })).toMatchObject({
+      ok: false,
+      limit: 'search',
+      reason: 'app_cap',
+      retryAfterMs: 60_000,
+    });
+    asPermit(await governor.acquire({ app: 'billing', route: 'search', maxWaitMs: 0 }));
+    const room = await governor.headroom('crm');
+    expect(room.search).toMatchObject({ limit: 2, remaining: 0 });
+    expect((await governor.headroom('billing')).search).toMatchObject({ limit: 20, remaining: 17 });
+  });
+
+  it('a saturated class is shared in proportion to weights', async () => {
+    const { governor, advance } = setup({
+      classes: { check: { limit: 2, windowMs: 1000 } },
+      apps: [{ name: 'heavy', weight: 3 }, { name: 'light' }],
+    });
+    asPermit(await governor.acquire({ app: 'x', route: 'check_create' }));
+    asPermit(await governor.acquire({ app: 'x', route: 'check_create' }));
+    const order: string[] = [];
+    const all: Promise<unknown>[] = [];
+    for (let i = 0; i < 12; i++)
+      for (const app of ['heavy', 'light'])
+        all.push(
+          governor
+            .acquire({ app, route: 'check_create', maxWaitMs: 60_000 })
+            .then((r) => r.ok && order.push(app)),
+        );
+    await advance(4000);
+    expect(order).toHaveLength(8);
+    expect(order.filter((a) => a === 'heavy')).toHaveLength(6);
+    await governor.close();
+    await Promise.all(all);
+  });
+
+  it('higher priority goes first', async () => {
+    const { governor, advance } = setup({
+      apps: [{ name: 'vip', priority: 1 }],
+      classes: { check: { limit: 1 } },
+    });
+    asPermit(await governor.acquire({ app: 'a', route: 'check_create' }));
+    const order: string[] = [];
+    const low = governor
+      .acquire({ app: 'a', route: 'check_create', maxWaitMs: 200_000 })
+      .then((r) => r.ok && order.push('a'));
+    await flush();
+    const high = governor
+      .acquire({ app: 'vip', route: 'check_create', maxWaitMs: 200_000 })
+      .then((r) => r.ok && order.push('vip'));
+    await advance(120_000);
+    await Promise.all([low, high]);
+    expect(order).toEqual(['vip', 'a']);
+  });
+});
+
+describe('leaving the queue', () => {
+  it('an aborted request leaves the queue at once and never takes a slot', async () => {
+    const { governor, advance } = setup({ classes: { check: { limit: 1 } } });
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create' }));
+    const controller = new AbortController();
+    const waiting = governor.acquire({
+      app: 'crm',
+      route: 'check_create',
+      maxWaitMs: 120_000,
+      signal: controller.signal,
+    });
+    await flush();
+    expect((await governor.state()).apps.find((a) => a.name === 'crm')?.waiting).toBe(1);
+    controller.abort();
+    expect(await waiting).toMatchObject({ ok: false, reason: 'aborted' });
+    expect((await governor.state()).apps.find((a) => a.name === 'crm')?.waiting).toBe(0);
+    await advance(61_000);
+    expect(await used(governor)).toMatchObject({ check: 0 });
+  });
+
+  it('an already aborted signal is refused without touching the store', async () => {
+    const { governor } = setup();
+    expect(await governor.acquire({ app: 'crm', route: 'me', signal: AbortSignal.abort() })).toMatchObject({
+      ok: false,
+      reason: 'aborted',
+    });
+    expect(await used(governor)).toMatchObject({ key: 0 });
+  });
+
+  it('a class with limit 0 is refused at once, whatever the deadline', async () => {
+    const { governor } = setup({ classes: { check: { limit: 0 } } });
+    expect(await governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 120_000 })).toMatchObject({
+      ok: false,
+      reason: 'deadline',
+    });
+    const s = await governor.state();
+    expect(s.apps.find((a) => a.name === 'crm')?.denied.deadline).toBe(1);
+  });
+
+  it('close() refuses whoever still waits', async () => {
+    const { governor } = setup({ classes: { check: { limit: 1 } } });
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create' }));
+    const waiting = governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 120_000 });
+    await flush();
+    await governor.close();
+    expect(await waiting).toMatchObject({ ok: false, reason: 'shutdown' });
+  });
+});
+
+describe('headroom', () => {
+  it('reports limit, remaining and reset per class for the app', async () => {
+    const { clock, governor } = setup();
+    for (let i = 0; i < 3; i++) asPermit(await governor.acquire({ app: 'crm', route: 'company' }));
+    const h = await governor.headroom('crm');
+    expect(h.key).toEqual({
+      limit: 60,
+      remaining: 57,
+      resetAtMs: clock.now() + 60_000,
+      nextSlotAtMs: clock.now(),
+    });
+    expect(h.suggest).toEqual({
+      limit: 120,
+      remaining: 120,
+      resetAtMs: clock.now(),
+      nextSlotAtMs: clock.now(),
+    });
+    expect(await governor.headroomFor('crm', 'search')).toMatchObject({
+      limitClass: 'search',
+      remaining: 20,
+    });
+  });
+});
