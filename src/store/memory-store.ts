@@ -23,6 +23,7 @@ import {
   cleanRecord,
   DEFAULT_KEYS_LIMIT,
   DEFAULT_LEDGER_READ_LIMIT,
+  isNoPause,
   ledgerId,
   minorOf,
   ttlOf,
@@ -279,6 +280,7 @@ export class MemoryStore implements Store {
   }
 
   async pauseClass(name: string, durationMs: number): Promise<void> {
+    if (isNoPause(durationMs)) return;
     this.slots.pause(name, ttlOf(durationMs, 'durationMs'));
   }
 

@@ -51,6 +51,7 @@ import type {
 import {
   DEFAULT_KEYS_LIMIT,
   DEFAULT_LEDGER_READ_LIMIT,
+  isNoPause,
   limitClasses,
   minorOf,
   ttlOf,
@@ -324,6 +325,7 @@ export class RedisStore implements Store {
   }
 
   async pauseClass(name: string, durationMs: number): Promise<void> {
+    if (isNoPause(durationMs)) return;
     const duration = ttlOf(durationMs, 'durationMs');
     await this.run(() => this.eval(PAUSE_CLASS, [this.k.pause(name)], [duration]));
   }

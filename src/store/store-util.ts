@@ -8,6 +8,11 @@ export function ttlOf(ttlMs: number, what = 'ttlMs'): number {
   return Math.ceil(ttlMs);
 }
 
+/** A pause of zero or negative length (a reset time already past) changes nothing. */
+export function isNoPause(durationMs: number): boolean {
+  return Number.isFinite(durationMs) && durationMs <= 0;
+}
+
 /** Integer minor units; amounts are kopecks and must stay exact. */
 export function minorOf(amount: number, what = 'amountMinor'): number {
   if (!Number.isSafeInteger(amount)) throw new RangeError(`${what} must be a safe integer, got ${amount}`);

@@ -146,7 +146,10 @@ export interface Store {
   takeSlots(classes: LimitClassSpec[], id: string): Promise<TakeResult>;
   /** Gives back a slot taken by `id` (the call never left the gateway). */
   returnSlots(classNames: string[], id: string): Promise<void>;
-  /** Refuses the class for the next durationMs (upstream 429 Retry-After). */
+  /**
+   * Refuses the class for the next durationMs (upstream 429 Retry-After). Never shortens a longer
+   * pause already in force; durationMs <= 0 changes nothing.
+   */
   pauseClass(name: string, durationMs: number): Promise<void>;
   limiterState(classes: LimitClassSpec[]): Promise<LimitClassState[]>;
 

@@ -205,12 +205,15 @@ export function describeLimiterContract(t: ContractContext): void {
     it('pauseClass refuses for its duration, is never shortened, then lifts', async () => {
       await t.store.pauseClass('key', 300);
       await t.store.pauseClass('key', 50);
+      await t.store.pauseClass('key', 0);
+      await t.store.pauseClass('search', -5);
       const refused = await t.store.takeSlots([cls('suggest', 10), cls('key', 10)], 'a');
       expect(refused.ok).toBe(false);
       if (!refused.ok) {
         expect(refused.name).toBe('key');
         t.expectAbout(refused.retryAfterMs, 300);
       }
+      expect((await t.store.limiterState([cls('search', 10)]))[0]!.pausedForMs).toBe(0);
       const [state] = await t.store.limiterState([cls('key', 10)]);
       t.expectAbout(state!.pausedForMs, 300);
       await t.store.pauseClass('key', 400); // a longer pause extends
