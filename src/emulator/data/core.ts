@@ -68,6 +68,14 @@ export interface CompanyCore {
   arbitrationCases: number;
 }
 
+const SYNTHETIC_OKVEDS = OKVEDS.slice(0, 18);
+const EMPLOYEES: readonly [number, number][] = [
+  [0, 15],
+  [16, 100],
+  [101, 250],
+  [251, 5000],
+];
+
 const FIXTURE_INNS: ReadonlySet<string> = new Set([
   ...COMPANY_FIXTURES.map((f) => f.inn),
   ...SOLE_PROPRIETOR_FIXTURES.map((f) => f.inn),
@@ -189,15 +197,14 @@ export function buildCore(world: World, inn: string): CompanyCore {
     statusCode === 'LIQUIDATED' ? dateBetween(rng, reg.registeredOn, REFERENCE_DATE) : null;
   const okved = legalFixture
     ? (OKVEDS.find((o) => o.code === legalFixture.okved) ?? OKVEDS[0]!)
-    : rng.pick(OKVEDS.slice(0, 18));
+    : rng.pick(SYNTHETIC_OKVEDS);
   const scale = legalFixture
     ? 4
     : type === 'individual'
       ? rng.int(0, 1)
       : rng.pick([0, 0, 0, 0, 1, 1, 1, 2, 2, 3]);
-  const employees = legalFixture
-    ? rng.int(20_000, 250_000)
-    : [rng.int(0, 15), rng.int(16, 100), rng.int(101, 250), rng.int(251, 5000)][Math.min(scale, 3)]!;
+  const [lo, hi] = legalFixture ? [20_000, 250_000] : EMPLOYEES[Math.min(scale, 3)]!;
+  const employees = rng.int(lo, hi);
   const address = type === 'legal' ? addressOf(rng, region) : null;
   let heads: Head[];
   let founders: Founder[] = [];

@@ -120,8 +120,12 @@ export function kppOf(inn: string): string | null {
 
 /** OKPO with its check digit (8 digits legal, 10 digits sole proprietor). */
 export function okpoOf(seed: string, inn: string): string {
-  const rng = new Rng(`${seed}|${inn}|okpo`);
-  const body = `${rng.int(1, 9)}${rng.digits(inn.length === 12 ? 8 : 6)}`;
+  const h = hash32(`${seed}|${inn}|okpo`);
+  const rest = String(h % (inn.length === 12 ? 100_000_000 : 1_000_000)).padStart(
+    inn.length === 12 ? 8 : 6,
+    '0',
+  );
+  const body = `${1 + (h % 9)}${rest}`;
   return body + okpoCheckDigit(body);
 }
 
