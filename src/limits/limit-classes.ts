@@ -17,6 +17,13 @@ export interface LimitClassConfig {
   windowMs: number;
   /** Deadline for a request of this class when the client sends no X-Max-Wait-Ms. */
   maxWaitMs: number;
+  /**
+   * Pacing: at most `burst` calls start within any burst * windowMs / limit (the same sliding
+   * log, taken atomically with the class). Spreads a saturated window's starts evenly so slots
+   * keep freeing and a newcomer waits about windowMs * burst / limit, not a whole window behind
+   * another app's burst. burst >= limit turns pacing off.
+   */
+  burst: number;
 }
 
 export const MINUTE_MS = 60_000;
@@ -26,10 +33,10 @@ export const MINUTE_MS = 60_000;
  * time; `check` is the "cold fresh check" limit (see coldCheck below).
  */
 export const DEFAULT_LIMIT_CLASSES: Readonly<Record<LimitClassName, LimitClassConfig>> = {
-  key: { name: 'key', limit: 60, windowMs: MINUTE_MS, maxWaitMs: 10_000 },
-  search: { name: 'search', limit: 20, windowMs: MINUTE_MS, maxWaitMs: 10_000 },
-  suggest: { name: 'suggest', limit: 120, windowMs: MINUTE_MS, maxWaitMs: 2_000 },
-  check: { name: 'check', limit: 2, windowMs: MINUTE_MS, maxWaitMs: 30_000 },
+  key: { name: 'key', limit: 60, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 10 },
+  search: { name: 'search', limit: 20, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 2 },
+  suggest: { name: 'suggest', limit: 120, windowMs: MINUTE_MS, maxWaitMs: 2_000, burst: 20 },
+  check: { name: 'check', limit: 2, windowMs: MINUTE_MS, maxWaitMs: 30_000, burst: 1 },
 };
 
 /** The defaults with any overrides applied; every class is always present. */
@@ -45,6 +52,8 @@ export function limitClassesWith(
       throw new RangeError(`windowMs of ${name} must be > 0, got ${merged.windowMs}`);
     if (!Number.isFinite(merged.maxWaitMs) || merged.maxWaitMs < 0)
       throw new RangeError(`maxWaitMs of ${name} must be >= 0, got ${merged.maxWaitMs}`);
+    if (!Number.isSafeInteger(merged.burst) || merged.burst < 1)
+      throw new RangeError(`burst of ${name} must be an integer >= 1, got ${merged.burst}`);
     out[name] = merged;
   }
   return out;
@@ -87,6 +96,20 @@ export function routeClasses(route: RouteName): LimitClassName[] {
 export function pausedClassOf(route: RouteName): LimitClassName | null {
   const classes = routeClasses(route);
   return classes[0] ?? null;
+}
+
+/**
+ * The pacing class of a class ("search:pace"), or null when pacing is off. Its window is the
+ * time `burst` calls take at the class's full rate.
+ */
+export function paceSpec(
+  name: LimitClassName,
+  limit: number,
+  windowMs: number,
+  burst: number,
+): { name: string; limit: number; windowMs: number } | null {
+  if (limit <= 0 || burst >= limit) return null;
+  return { name: `${name}:pace`, limit: burst, windowMs: Math.ceil((windowMs * burst) / limit) };
 }
 
 /** Store class that holds one app's cap on a class, e.g. "search@crm". */

@@ -19,6 +19,7 @@ import {
   type LimitClassConfig,
   type LimitClassName,
   limitClassesWith,
+  paceSpec,
   pausedClassOf,
   routeClasses,
   upstreamMinuteClassName,
@@ -649,7 +650,10 @@ export class RateGovernor {
   private specsFor(w: { app: string; classes: LimitClassName[] }): LimitClassSpec[] {
     const specs: LimitClassSpec[] = [];
     for (const c of w.classes) {
-      specs.push(this.spec(c));
+      const spec = this.spec(c);
+      specs.push(spec);
+      const pace = paceSpec(c, spec.limit, spec.windowMs, this.classes[c].burst);
+      if (pace) specs.push(pace);
       const cap = this.capOf(w.app, c);
       if (cap !== undefined)
         specs.push({ name: appCapClassName(c, w.app), limit: cap, windowMs: this.classes[c].windowMs });
@@ -782,7 +786,7 @@ export class RateGovernor {
   }
 
   private baseClass(storeClass: string): LimitClassName {
-    const base = storeClass.split(/[@~]/)[0] as LimitClassName;
+    const base = storeClass.split(/[@~:]/)[0] as LimitClassName;
     return LIMIT_CLASS_NAMES.includes(base) ? base : 'key';
   }
 

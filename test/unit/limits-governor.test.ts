@@ -62,7 +62,22 @@ function setup(options: Partial<RateGovernorOptions> = {}) {
   const clock = new ManualClock();
   const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
   const time = manualTime(clock);
-  const governor = new RateGovernor({ store, clock, sleep: time.sleep, random: () => 0, ...options });
+  // Pacing off unless a test turns it on: these tests check the window itself.
+  const noPacing = { burst: 1_000_000 };
+  const classes = {
+    key: { ...noPacing, ...options.classes?.key },
+    search: { ...noPacing, ...options.classes?.search },
+    suggest: { ...noPacing, ...options.classes?.suggest },
+    check: { ...noPacing, ...options.classes?.check },
+  };
+  const governor = new RateGovernor({
+    store,
+    clock,
+    sleep: time.sleep,
+    random: () => 0,
+    ...options,
+    classes,
+  });
   governors.push(governor);
   return { clock, store, governor, advance: time.advance };
 }
@@ -126,6 +141,46 @@ describe('window arithmetic (key: 60 per 60 s)', () => {
     expect(s.classes.find((x) => x.name === 'check')?.queued).toEqual({ crm: 2 });
     void a;
     void b;
+  });
+});
+
+describe('pacing', () => {
+  it('starts at most `burst` calls per burst * window / limit, so a saturated window keeps freeing', async () => {
+    const { clock, governor, advance } = setup({ classes: { search: { limit: 20, burst: 2 } } });
+    const t0 = clock.now();
+    asPermit(await governor.acquire({ app: 'a', route: 'search', maxWaitMs: 0 }));
+    asPermit(await governor.acquire({ app: 'a', route: 'search', maxWaitMs: 0 }));
+    expect(await governor.acquire({ app: 'a', route: 'search', maxWaitMs: 0 })).toEqual({
+      ok: false,
+      limit: 'search',
+      retryAfterMs: 6000,
+      reason: 'deadline',
+    });
+    const starts: number[] = [];
+    const all = Array.from({ length: 18 }, () =>
+      governor
+        .acquire({ app: 'a', route: 'search', maxWaitMs: 60_000 })
+        .then((r) => r.ok && starts.push(clock.now() - t0)),
+    );
+    await advance(60_000);
+    await Promise.all(all);
+    expect(starts).toEqual([
+      6000, 6000, 12_000, 12_000, 18_000, 18_000, 24_000, 24_000, 30_000, 30_000, 36_000, 36_000, 42_000,
+      42_000, 48_000, 48_000, 54_000, 54_000,
+    ]);
+    // 20 starts in [t0, t0 + 54 s]: the whole allowance of one window, evenly spread.
+    expect(starts.length + 2).toBe(20);
+  });
+
+  it('the defaults pace: search 2 per 6 s, key 10 per 10 s, check 1 per 30 s', async () => {
+    const clock = new ManualClock();
+    const g = new RateGovernor({ store: new MemoryStore({ clock, cacheMaxBytes: 1 << 20 }), clock });
+    governors.push(g);
+    asPermit(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 }));
+    expect(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      retryAfterMs: 30_000,
+    });
   });
 });
 
