@@ -2,7 +2,12 @@
 // but no listen() — tests and main.ts both use it. Owns nothing it did not create: the
 // store, the upstream client and the logger come in as dependencies.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  LogController,
+} from 'fastify';
 import type { Logger } from 'pino';
 import { registerAdminRoutes } from './admin/admin-routes.ts';
 import { CheckTickets } from './checks/check-tickets.ts';
@@ -49,8 +54,19 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
+  // Graceful shutdown: once close() begins, every answer (including those already in
+  // flight) tells the client to drop the connection, so close() is not held up by
+  // keep-alive sockets that were busy when it started.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) reply.header('connection', 'close');
+    return payload;
   });
 
   app.addHook('onResponse', async (request, reply) => {
