@@ -1,8 +1,9 @@
 // Body compression for cache entries (node:zlib gzip or brotli) and Accept-Encoding
 // negotiation (RFC 9110 §12.5.3), so a stored compressed body can be sent as it is.
 //
-// Compression runs on zlib's thread pool (async) because it happens on the save path of a
-// ~100 KB dossier; decompression is synchronous and happens at most once per answer.
+// Bodies of SYNC_LIMIT bytes or more are compressed on zlib's thread pool (a ~100 KB dossier
+// takes ~2 ms of CPU); smaller ones synchronously, where the thread-pool hop would cost more than
+// the work. Decompression is synchronous and happens at most once per answer.
 //
 // Must never: send a coding the client did not list with q > 0 (a request without
 // Accept-Encoding gets identity, although RFC 9110 would allow any coding: many service
@@ -12,10 +13,12 @@ import { promisify } from 'node:util';
 import {
   type BrotliOptions,
   brotliCompress,
+  brotliCompressSync,
   brotliDecompressSync,
   constants,
   gunzipSync,
   gzip,
+  gzipSync,
   type ZlibOptions,
 } from 'node:zlib';
 import type { BodyCoding, CompressionConfig } from './cache-config.ts';
@@ -25,16 +28,24 @@ export type BodyEncoding = 'identity' | BodyCoding;
 const gzipAsync = promisify<Buffer, ZlibOptions, Buffer>(gzip);
 const brotliAsync = promisify<Buffer, BrotliOptions, Buffer>(brotliCompress);
 
+/** Below this many bytes compression runs on the calling thread. */
+export const SYNC_LIMIT = 32 * 1024;
+
 /** Compresses `body` when it is at least minBytes and compression actually saves space. */
 export async function compressBody(
   body: Buffer,
   config: CompressionConfig,
 ): Promise<{ body: Buffer; encoding: BodyEncoding }> {
   if (body.length < config.minBytes || body.length === 0) return { body, encoding: 'identity' };
+  const sync = body.length < SYNC_LIMIT;
   const packed =
     config.encoding === 'gzip'
-      ? await gzipAsync(body, { level: config.level })
-      : await brotliAsync(body, brotliOptions(config.level, body.length));
+      ? sync
+        ? gzipSync(body, { level: config.level })
+        : await gzipAsync(body, { level: config.level })
+      : sync
+        ? brotliCompressSync(body, brotliOptions(config.level, body.length))
+        : await brotliAsync(body, brotliOptions(config.level, body.length));
   if (packed.length >= body.length) return { body, encoding: 'identity' };
   return { body: packed, encoding: config.encoding };
 }

@@ -27,13 +27,10 @@ export function bankBody(bic = BIC): Buffer {
   return Buffer.from(JSON.stringify(emulatorData().bank(bic)));
 }
 
-/**
- * A dossier-like JSON body of about `approxBytes`, distinct per `seed`: company block, risk
- * score, court cases and procurements with varied numbers, dates and names. Cheap to build.
- */
-export function dossierLike(seed: number, approxBytes = 6000): Buffer {
+/** xorshift32: a tiny deterministic generator for fixture bodies. */
+function xorshift(seed: number): (n: number) => number {
   let x = (seed * 2654435761) >>> 0 || 1;
-  const rnd = (n: number): number => {
+  return (n) => {
     x ^= x << 13;
     x >>>= 0;
     x ^= x >>> 17;
@@ -41,26 +38,18 @@ export function dossierLike(seed: number, approxBytes = 6000): Buffer {
     x >>>= 0;
     return x % n;
   };
-  const words = ['ООО', 'Ромашка', 'Север', 'Техно', 'Групп', 'Снаб', 'Строй', 'Инвест', 'Торг', 'Логистик'];
-  const name = (): string => `${words[rnd(words.length)]} ${words[rnd(words.length)]}-${rnd(1000)}`;
+}
+
+const WORDS = ['ООО', 'Ромашка', 'Север', 'Техно', 'Групп', 'Снаб', 'Строй', 'Инвест', 'Торг', 'Логистик'];
+
+/** 1024 court-case items, serialized once; bodies pick from them. */
+const CASE_POOL: readonly string[] = (() => {
+  const rnd = xorshift(42);
+  const name = (): string => `${WORDS[rnd(WORDS.length)]} ${WORDS[rnd(WORDS.length)]}-${rnd(1000)}`;
   const date = (): string =>
     `20${10 + rnd(16)}-${String(1 + rnd(12)).padStart(2, '0')}-${String(1 + rnd(28)).padStart(2, '0')}`;
-  const inn = String(7700000000 + seed).padStart(10, '0');
-  const doc: Record<string, unknown> = {
-    found: true,
-    company: {
-      inn,
-      type: 'legal',
-      ogrn: `10277${String(seed).padStart(8, '0')}`,
-      kpp: '773601001',
-      name: name(),
-    },
-    score: { score: rnd(100), risk_level: ['low', 'medium', 'high'][rnd(3)] },
-    arbitration: { items: [] as unknown[], cursor: '' },
-  };
-  const items = (doc.arbitration as { items: unknown[] }).items;
-  while (JSON.stringify(doc).length < approxBytes) {
-    items.push({
+  return Array.from({ length: 1024 }, () =>
+    JSON.stringify({
       case_number: `А40-${rnd(300000)}/${20 + rnd(6)}`,
       court: 'Арбитражный суд города Москвы',
       role: ['plaintiff', 'defendant', 'third_party'][rnd(3)],
@@ -69,9 +58,35 @@ export function dossierLike(seed: number, approxBytes = 6000): Buffer {
       filed_on: date(),
       status: ['open', 'closed'][rnd(2)],
       counterparty: { inn: String(7700000000 + rnd(99999999)), name: name() },
-    });
+    }),
+  );
+})();
+
+/**
+ * A dossier-like JSON body of about `approxBytes` (UTF-8), distinct per `seed`: company block,
+ * risk score and a page of court cases drawn from a fixed pool. Cheap enough to build 20,000.
+ */
+export function dossierLike(seed: number, approxBytes = 6000): Buffer {
+  const rnd = xorshift(seed + 1);
+  const inn = String(7700000000 + seed).padStart(10, '0');
+  const company = JSON.stringify({
+    inn,
+    type: 'legal',
+    ogrn: `10277${String(seed).padStart(8, '0')}`,
+    kpp: '773601001',
+    name: `${WORDS[rnd(WORDS.length)]} ${WORDS[rnd(WORDS.length)]}-${seed}`,
+  });
+  const score = `{"score":${rnd(100)},"risk_level":"${['low', 'medium', 'high'][rnd(3)]}"}`;
+  const items: string[] = [];
+  let length = company.length + score.length + 80;
+  while (length < approxBytes) {
+    const item = CASE_POOL[rnd(CASE_POOL.length)]!;
+    items.push(item);
+    length += Buffer.byteLength(item) + 1;
   }
-  return Buffer.from(JSON.stringify(doc));
+  return Buffer.from(
+    `{"found":true,"company":${company},"score":${score},"arbitration":{"items":[${items.join(',')}],"cursor":""}}`,
+  );
 }
 
 export function notFoundBody(): Buffer {
