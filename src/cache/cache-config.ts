@@ -23,7 +23,12 @@ export type CacheKind = (typeof CACHE_KINDS)[number];
 export type BodyCoding = 'gzip' | 'br';
 
 export interface CompressionConfig {
-  /** Coding used for new entries; entries in the other coding are still read. */
+  /**
+   * Coding used for new entries; entries in the other coding are still read. Default brotli
+   * quality 5: a ~100 KB dossier becomes ~15 KB, which fits jemalloc's 16 KiB class in Redis
+   * (gzip-6 gives ~16.7 KB, which lands in the 20 KiB class: MEMORY USAGE ~20.6 KB).
+   * See docs/cache.md and bench/cache-codec.ts for the measurements.
+   */
   encoding: BodyCoding;
   /** gzip 1..9, brotli 0..11. */
   level: number;
@@ -99,8 +104,8 @@ export const cacheConfigSchema = z
       .default(15 * MINUTE),
     compression: z
       .object({
-        encoding: z.enum(['gzip', 'br']).default('gzip'),
-        level: z.number().int().min(0).max(11).default(6),
+        encoding: z.enum(['gzip', 'br']).default('br'),
+        level: z.number().int().min(0).max(11).default(5),
         minBytes: z.number().int().min(0).default(1024),
       })
       .strict()

@@ -141,7 +141,7 @@ describe('cache config', () => {
     });
     expect(config.maxAgeMs).toEqual(DEFAULT_MAX_AGE_MS);
     expect(config.maxStaleMs).toBe(24 * H);
-    expect(config.compression).toEqual({ encoding: 'gzip', level: 6, minBytes: 1024 });
+    expect(config.compression).toEqual({ encoding: 'br', level: 5, minBytes: 1024 });
   });
 
   it('per-app max ages apply to that app only', () => {

@@ -70,7 +70,7 @@ export function runResponseCacheSuite(
       it('a first read is a miss; after save the same read is a HIT with Age 0', async () => {
         expect(await cache.lookup(request('company'))).toEqual({ action: 'fetch', reason: 'miss' });
         const saved = await cache.save(request('company'), answer(200, dossier));
-        expect(saved?.encoding).toBe('gzip');
+        expect(saved?.encoding).toBe('br');
         const hit = await cache.lookup(request('company'));
         expect(hit).toMatchObject({ action: 'serve', age: 0, status: 'HIT' });
       });
@@ -329,11 +329,11 @@ export function runResponseCacheSuite(
     });
 
     describe('render', () => {
-      it('sends the stored gzip body untouched to a client that accepts gzip', async () => {
+      it('sends the stored brotli body untouched to a client that accepts br', async () => {
         const saved = (await cache.save(request('company'), answer(200, dossier)))!;
         const out = cache.render(saved, 'gzip, deflate, br');
         expect(out.headers).toMatchObject({
-          'content-encoding': 'gzip',
+          'content-encoding': 'br',
           vary: 'Accept-Encoding',
           'x-cache': 'HIT',
         });
@@ -345,10 +345,23 @@ export function runResponseCacheSuite(
         await cache.save(request('company'), answer(200, dossier));
         const hit = await cache.lookup(request('company'));
         if (hit.action !== 'serve') throw new Error('expected a hit');
-        const out = cache.render(hit.entry, undefined);
-        expect(out.headers['content-encoding']).toBeUndefined();
-        expect(out.headers.vary).toBe('Accept-Encoding');
-        expect(out.body.equals(dossier)).toBe(true);
+        for (const acceptEncoding of [undefined, 'gzip, deflate', 'br;q=0, gzip']) {
+          const out = cache.render(hit.entry, acceptEncoding);
+          expect(out.headers['content-encoding']).toBeUndefined();
+          expect(out.headers.vary).toBe('Accept-Encoding');
+          expect(out.body.equals(dossier)).toBe(true);
+        }
+      });
+
+      it('a gzip-configured cache passes gzip through and still reads brotli entries', async () => {
+        const saved = (await cache.save(request('company'), answer(200, dossier)))!;
+        const gzipCache = make({ compression: { encoding: 'gzip', level: 6 } });
+        const gz = (await gzipCache.save(request('requisites'), answer(200, dossier)))!;
+        expect(gz.encoding).toBe('gzip');
+        expect(gzipCache.render(gz, 'gzip').headers['content-encoding']).toBe('gzip');
+        const old = await gzipCache.lookup(request('company'));
+        expect(old.action === 'serve' && gzipCache.render(old.entry, 'gzip').body.equals(dossier)).toBe(true);
+        expect(saved.encoding).toBe('br');
       });
 
       it('carries the answer headers, Age and X-Cache, never per-call headers', async () => {
