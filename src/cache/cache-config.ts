@@ -149,3 +149,10 @@ export function storageTtlMs(config: CacheConfig, kind: CacheKind): number {
   }
   return Math.max(1, longest + config.maxStaleMs);
 }
+
+export type ParsedCacheConfig = z.output<typeof cacheConfigSchema>;
+
+/** The gateway config's parsed `cache` section is already a CacheConfig (checked by the compiler here). */
+export function cacheConfigFrom(parsed: ParsedCacheConfig): CacheConfig {
+  return parsed;
+}
