@@ -10,6 +10,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import { registerAdminRoutes } from './admin/admin-routes.ts';
+import { ResponseCache, resolveCacheConfig } from './cache/index.ts';
 import { CheckTickets } from './checks/check-tickets.ts';
 import type { Clock } from './clock.ts';
 import type { GatewayConfig } from './config/schema.ts';
@@ -178,6 +179,13 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
       onError: (err) => logger.warn({ err: (err as Error).message }, 'price table refresh failed'),
     }),
     tickets: new CheckTickets(store),
+    cache: new ResponseCache({
+      store,
+      clock,
+      config: resolveCacheConfig(config.cache),
+      onError: (err, where) =>
+        logger.warn({ err: (err as Error).message, op: where.op }, 'cache fault; treated as a miss'),
+    }),
   };
 }
 

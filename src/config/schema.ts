@@ -2,6 +2,7 @@
 // the CPGW_* environment names that override them. Loading and error reporting live in
 // load.ts; nothing else in the code base reads process.env for configuration.
 import { z } from 'zod';
+import { cacheConfigSchema } from '../cache/cache-config.ts';
 
 export const SCOPES = ['read:companies', 'read:checks', 'read:persons'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -110,6 +111,8 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** The shared response cache (docs/cache.md): max ages per kind, stale bound, compression. */
+    cache: cacheConfigSchema.prefault({}),
     /** Global spend caps (all apps together). */
     budgets: budgetsSchema,
     admin: z

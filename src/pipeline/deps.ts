@@ -1,5 +1,6 @@
 // Everything the request pipeline needs, built once per server by buildServer().
 import type { Logger } from 'pino';
+import type { ResponseCache } from '../cache/index.ts';
 import type { CheckTickets } from '../checks/check-tickets.ts';
 import type { Clock } from '../clock.ts';
 import type { GatewayConfig } from '../config/schema.ts';
@@ -25,4 +26,5 @@ export interface PipelineDeps {
   ledger: SpendLedger;
   prices: PriceBook;
   tickets: CheckTickets;
+  cache: ResponseCache;
 }

@@ -6,6 +6,7 @@
 // Every kopeck the upstream reports is settled against budgets and written to the ledger
 // exactly once (claimed by idempotency key). A reservation never outlives its request.
 
+import type { CheckTicket } from '../checks/check-tickets.ts';
 import type { BudgetHold } from '../cost/budget-guard.ts';
 import { ChargeWaitTimeout } from '../cost/charge-gate.ts';
 import { chargeShape, estimateMinor } from '../cost/estimate.ts';
@@ -170,9 +171,11 @@ async function afterCharge(
   if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
 }
 
-async function assertOwnsCheck(ctx: RequestContext, deps: PipelineDeps): Promise<void> {
+/** Another app's check is answered 404, as if it did not exist. Returns the ticket when known. */
+export async function assertOwnsCheck(ctx: RequestContext, deps: PipelineDeps): Promise<CheckTicket | null> {
   const ticket = await deps.tickets.get(ctx.call.params.uuid!);
   if (ticket && ctx.app && ticket.app !== ctx.app.name) throw new ApiError('not_found', {}, 'No such check');
+  return ticket;
 }
 
 async function afterPoll(ctx: RequestContext, deps: PipelineDeps, res: UpstreamResponse): Promise<void> {

@@ -1,11 +1,13 @@
 // The request lifecycle of a proxied /v1 call, declared in one place:
-//   authenticate → validate → (GET /v1/me: answered locally) → execute → respond
+//   authenticate → validate → (GET /v1/me: answered locally) → cache → execute → respond
 // where execute (execute.ts) is coalesce → charge gate → estimate → budget → upstream →
 // settle/record. Each stage is a small module; a refusal is an ApiError turned into one
 // HTTP answer by the server's error handler.
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ResponseCache } from '../cache/index.ts';
 import type { IncomingCall, UpstreamRoute } from '../upstream-routes.ts';
 import { authenticate } from './authenticate.ts';
+import { throughCache } from './cache-stage.ts';
 import type { RequestContext } from './context.ts';
 import type { PipelineDeps } from './deps.ts';
 import { execute } from './execute.ts';
@@ -37,6 +39,7 @@ export function makeHandler(route: UpstreamRoute, deps: PipelineDeps) {
     request.ctx = ctx;
     validate(route, call);
     if (route.name === 'me') return answerMe(ctx, reply, deps);
+    if (ResponseCache.isCacheableRoute(route.name)) return throughCache(ctx, request, reply, deps);
     return respond(ctx, reply, await execute(ctx, deps));
   };
 }
