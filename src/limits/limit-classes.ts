@@ -33,9 +33,9 @@ export const MINUTE_MS = 60_000;
  * time; `check` is the "cold fresh check" limit (see coldCheck below).
  */
 export const DEFAULT_LIMIT_CLASSES: Readonly<Record<LimitClassName, LimitClassConfig>> = {
-  key: { name: 'key', limit: 60, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 10 },
-  search: { name: 'search', limit: 20, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 2 },
-  suggest: { name: 'suggest', limit: 120, windowMs: MINUTE_MS, maxWaitMs: 2_000, burst: 20 },
+  key: { name: 'key', limit: 60, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 5 },
+  search: { name: 'search', limit: 20, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 1 },
+  suggest: { name: 'suggest', limit: 120, windowMs: MINUTE_MS, maxWaitMs: 2_000, burst: 10 },
   check: { name: 'check', limit: 2, windowMs: MINUTE_MS, maxWaitMs: 30_000, burst: 1 },
 };
 

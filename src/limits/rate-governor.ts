@@ -13,6 +13,7 @@ import type { Clock } from '../clock.ts';
 import type { LimitClassSpec, LimitClassState, Store, TakeResult } from '../store/store.ts';
 import type { RouteName } from '../upstream-routes.ts';
 import { FairQueue } from './fair-queue.ts';
+import { FairShare } from './fair-share.ts';
 import {
   appCapClassName,
   LIMIT_CLASS_NAMES,
@@ -60,6 +61,8 @@ export interface RateGovernorOptions {
   fallbackPauseMs?: number;
   /** Longest pause an upstream header may impose. Default 600000. */
   maxPauseMs?: number;
+  /** How stale the cross-replica list of waiting apps may be (fair-share.ts). Default 100. */
+  fairRefreshMs?: number;
   /** Kept after X-RateLimit-Reset in case the upstream's clock runs behind ours. Default 1000. */
   resetMarginMs?: number;
   /** Faults met in the background (a failed retry, a lost broadcast). Default: process.emitWarning. */
@@ -111,6 +114,8 @@ export interface GovernorState {
     used: number;
     pausedForMs: number;
     queued: Record<string, number>;
+    /** Apps waiting for this class on any replica (as last read). */
+    waitingApps: string[];
   }[];
   upstreamMinuteCap: { resetAtMs: number; limit: number; used: number } | null;
   apps: (AppWaitStats & {
@@ -132,6 +137,8 @@ interface Waiter {
   readonly resolve: (result: Permit | Denial) => void;
   readonly reject: (error: unknown) => void;
   detach?: () => void;
+  /** The store classes of the latest take (what a permit gives back). */
+  specs?: LimitClassSpec[];
   done: boolean;
 }
 
@@ -144,6 +151,8 @@ interface Line {
   readonly nextFreeAt: Map<string, number>;
   running: boolean;
   napping: 'class' | 'caps' | null;
+  /** The class (not an app's own cap) that refused this line last. */
+  lastRefusedBy?: string;
   wake: AbortController;
 }
 
@@ -177,12 +186,14 @@ export class RateGovernor {
   private readonly pollMs: number;
   private readonly signalOptions: { fallbackPauseMs: number; maxPauseMs: number; maxResetAheadMs: number };
   private readonly resetMarginMs: number;
+  private readonly fairRefreshMs: number;
   private readonly onError: (error: unknown) => void;
   private readonly instance = randomUUID().slice(0, 8);
   private readonly lines = new Map<string, Line>();
   /** This replica's own slots still in a window, per store class (for estimates). */
   private readonly ownSlots = new Map<string, Map<string, number>>();
   private readonly stats = new WaitStats();
+  private readonly fair: FairShare;
   private keyLimit: number;
   private minuteCap: MinuteCap | null = null;
   private keyInFlight = 0;
@@ -212,6 +223,7 @@ export class RateGovernor {
     this.jitterMs = options.jitterMs ?? 20;
     this.pollMs = options.pollMs ?? 1000;
     this.resetMarginMs = options.resetMarginMs ?? 1000;
+    this.fairRefreshMs = options.fairRefreshMs ?? 100;
     this.signalOptions = {
       fallbackPauseMs: options.fallbackPauseMs ?? 1000,
       maxPauseMs: options.maxPauseMs ?? 600_000,
@@ -219,6 +231,16 @@ export class RateGovernor {
     };
     this.onError = options.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
     this.keyLimit = this.classes.key.limit;
+    this.fair = new FairShare({
+      store: this.store,
+      now: () => this.clock.now(),
+      instance: this.instance,
+      refreshMs: this.fairRefreshMs,
+      windowOf: (c) => this.classes[c].windowMs,
+      weightOf: (app) => this.weightOf(app),
+      knownApps: () => [...new Set([...this.apps.keys(), ...this.stats.names()])],
+      onError: this.onError,
+    });
     this.unsubscribe = this.store
       .subscribe(CHANNEL, (message) => this.onBroadcast(message))
       .catch((error: unknown) => {
@@ -260,19 +282,22 @@ export class RateGovernor {
       const taken = await this.take(waiter);
       if (taken.ok) {
         if (request.signal?.aborted) {
-          await this.store.returnSlots(
-            this.specsFor(waiter).map((s) => s.name),
-            waiter.id,
-          );
+          await this.giveBack(waiter);
           return this.deny(request.app, primary, 0, 'aborted');
         }
         return this.permit(waiter);
       }
       this.noteRefusal(line, taken);
       if (this.isAppCap(taken.name)) line.blockedApps.set(waiter.app, this.clock.now() + taken.retryAfterMs);
+      line.fq.push(waiter);
+      this.markWaiting(line, taken.name);
+    } else {
+      // Others wait here already: say at once that this app waits too, so other replicas'
+      // apps over their share leave the next free slot to it (fair-share.ts).
+      line.fq.push(waiter);
+      if (line.lastRefusedBy) this.markWaiting(line, line.lastRefusedBy, waiter.app);
     }
 
-    line.fq.push(waiter);
     const hopeless = await this.estimate(line, [waiter]).catch((error: unknown) => {
       line.fq.remove(waiter);
       throw error;
@@ -280,6 +305,7 @@ export class RateGovernor {
     const verdict = hopeless.get(waiter);
     if (verdict) {
       line.fq.remove(waiter);
+      this.afterLeave(waiter);
       return this.deny(waiter.app, verdict.limit, verdict.retryAfterMs, verdict.reason);
     }
     if (request.signal) {
@@ -430,6 +456,7 @@ export class RateGovernor {
         used: states[i]?.used ?? 0,
         pausedForMs: states[i]?.pausedForMs ?? 0,
         queued: queued.get(name) ?? {},
+        waitingApps: this.fair.waitingApps(name),
       })),
       upstreamMinuteCap: cap ? { ...cap, used: states[LIMIT_CLASS_NAMES.length]?.used ?? 0 } : null,
       apps: [...names].sort().map((name) => ({
@@ -452,6 +479,7 @@ export class RateGovernor {
         this.finish(w, this.deny(w.app, w.classes[0] ?? 'key', 0, 'shutdown'));
       line.wake.abort();
     }
+    await this.fair.clearAll().catch((error: unknown) => this.onError(error));
     const unsubscribe = await this.unsubscribe;
     if (unsubscribe) await unsubscribe().catch((error: unknown) => this.onError(error));
   }
@@ -493,6 +521,7 @@ export class RateGovernor {
         now = this.clock.now();
         this.noteRefusal(line, taken);
         if (this.isAppCap(taken.name)) line.blockedApps.set(w.app, now + taken.retryAfterMs);
+        this.markWaiting(line, taken.name);
         const hopeless = await this.estimate(line, line.fq.ordered()).catch((error: unknown) => {
           this.onError(error);
           return new Map<Waiter, never>();
@@ -542,7 +571,8 @@ export class RateGovernor {
     const order = line.fq.ordered();
     if (order.length === 0 || candidates.length === 0) return out;
     const specs = new Map<string, LimitClassSpec>();
-    for (const w of order) for (const s of this.specsFor(w)) specs.set(s.name, s);
+    for (const w of order)
+      for (const s of this.specsFor(w)) if (!FairShare.isShareClass(s.name)) specs.set(s.name, s);
     const list = [...specs.values()];
     const states = await this.store.limiterState(list);
     const now = this.clock.now();
@@ -559,6 +589,8 @@ export class RateGovernor {
       let worst = 0;
       let verdict: { limit: LimitClassName; retryAfterMs: number; reason: DenialReason } | null = null;
       for (const spec of this.specsFor(w)) {
+        // A share limit lasts only while others wait; it does not decide a deadline.
+        if (FairShare.isShareClass(spec.name)) continue;
         const v = views.get(spec.name);
         if (!v) continue;
         const appCap = this.isAppCap(spec.name);
@@ -570,6 +602,8 @@ export class RateGovernor {
           verdict = { limit: this.baseClass(spec.name), retryAfterMs: at, reason };
         }
       }
+      // An app blocked by its own cap or share does not go first: it is not counted ahead.
+      if ((line.blockedApps.get(w.app) ?? 0) > now && !wanted.has(w)) continue;
       if (verdict && wanted.has(w) && now + worst > w.deadline) {
         out.set(w, {
           ...verdict,
@@ -586,8 +620,14 @@ export class RateGovernor {
   // --- slots ---
 
   private async take(w: Waiter): Promise<TakeResult> {
-    const result = await this.store.takeSlots(this.specsFor(w), w.id);
-    if (result.ok || !result.name.startsWith('key~')) return result;
+    await this.fair.refresh(w.classes);
+    w.specs = this.specsFor(w);
+    const result = await this.store.takeSlots(w.specs, w.id);
+    if (result.ok) return result;
+    // A share refusal lasts only while another app waits: look again soon.
+    if (FairShare.isShareClass(result.name))
+      return { ...result, retryAfterMs: Math.max(1, Math.min(result.retryAfterMs, this.fairRefreshMs)) };
+    if (!result.name.startsWith('key~')) return result;
     // The minute cap frees at the upstream's reset, not when its (long) log window passes.
     const cap = this.minuteCap;
     const untilReset = cap ? cap.resetAtMs + this.resetMarginMs - this.clock.now() : result.retryAfterMs;
@@ -597,8 +637,9 @@ export class RateGovernor {
   private permit(w: Waiter): Permit {
     const now = this.clock.now();
     const waitedMs = Math.max(0, now - w.enqueuedAt);
-    const names = this.specsFor(w).map((s) => s.name);
-    for (const spec of this.specsFor(w)) this.remember(spec, w.id, now);
+    const specs = w.specs ?? this.specsFor(w);
+    const names = specs.map((s) => s.name);
+    for (const spec of specs) this.remember(spec, w.id, now);
     const spendsKey = w.classes.includes('key');
     if (spendsKey) this.keyInFlight++;
     this.stats.granted(w.app, waitedMs);
@@ -641,9 +682,31 @@ export class RateGovernor {
 
   private async giveBack(w: Waiter): Promise<void> {
     await this.store.returnSlots(
-      this.specsFor(w).map((s) => s.name),
+      (w.specs ?? this.specsFor(w)).map((s) => s.name),
       w.id,
     );
+  }
+
+  /** After a refusal by a class: every app waiting in this line for it says so (fair-share.ts). */
+  private markWaiting(line: Line, refusedBy: string, only?: string): void {
+    if (this.isAppCap(refusedBy) && !FairShare.isShareClass(refusedBy)) return; // its own cap, not the class
+    line.lastRefusedBy = refusedBy;
+    const c = this.baseClass(refusedBy);
+    const now = this.clock.now();
+    for (const app of only ? [only] : Object.keys(line.fq.depthByApp())) {
+      const blocked = (line.blockedApps.get(app) ?? 0) > now && !FairShare.isShareClass(refusedBy);
+      if (!blocked) this.fair.markWaiting(c, app).catch((error: unknown) => this.onError(error));
+    }
+  }
+
+  /** A waiter left: when its app waits for nothing more here, it leaves the waiting logs. */
+  private afterLeave(w: Waiter): void {
+    for (const c of w.classes) {
+      let still = false;
+      for (const line of this.lines.values())
+        if (line.classes.includes(c) && (line.fq.depthByApp()[w.app] ?? 0) > 0) still = true;
+      if (!still) this.fair.clearWaiting(c, w.app).catch((error: unknown) => this.onError(error));
+    }
   }
 
   /** Every store class one call of this waiter takes: its classes, its app's caps, the minute cap. */
@@ -657,6 +720,7 @@ export class RateGovernor {
       const cap = this.capOf(w.app, c);
       if (cap !== undefined)
         specs.push({ name: appCapClassName(c, w.app), limit: cap, windowMs: this.classes[c].windowMs });
+      specs.push(this.fair.spec(c, w.app, spec.limit));
     }
     const minute = w.classes.includes('key') ? this.activeMinuteCap(this.clock.now()) : null;
     if (minute) specs.push(this.minuteCapSpec(minute));
@@ -761,6 +825,7 @@ export class RateGovernor {
     w.done = true;
     w.queue.fq.remove(w);
     w.detach?.();
+    this.afterLeave(w);
     w.resolve(result);
   }
 
@@ -768,6 +833,7 @@ export class RateGovernor {
     if (w.done) return;
     w.done = true;
     w.detach?.();
+    this.afterLeave(w);
     w.reject(error);
   }
 
@@ -781,6 +847,7 @@ export class RateGovernor {
     return this.deny(w.app, w.classes[0] ?? 'key', next, reason);
   }
 
+  /** A class of one app (its cap or its share): refusing it blocks that app only. */
   private isAppCap(storeClass: string): boolean {
     return storeClass.includes('@');
   }

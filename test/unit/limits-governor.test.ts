@@ -172,14 +172,30 @@ describe('pacing', () => {
     expect(starts.length + 2).toBe(20);
   });
 
-  it('the defaults pace: search 2 per 6 s, key 10 per 10 s, check 1 per 30 s', async () => {
+  it('the defaults pace: search 1 per 3 s, key 5 per 5 s, suggest 10 per 5 s, check 1 per 30 s', async () => {
     const clock = new ManualClock();
     const g = new RateGovernor({ store: new MemoryStore({ clock, cacheMaxBytes: 1 << 20 }), clock });
     governors.push(g);
+    for (let i = 0; i < 5; i++) asPermit(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 }));
+    expect(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      retryAfterMs: 5000,
+    });
+    clock.advance(5000);
+    asPermit(await g.acquire({ app: 'a', route: 'search', maxWaitMs: 0 }));
+    expect(await g.acquire({ app: 'a', route: 'search', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      retryAfterMs: 3000,
+    });
     asPermit(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 }));
     expect(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 })).toMatchObject({
       ok: false,
       retryAfterMs: 30_000,
+    });
+    for (let i = 0; i < 10; i++) asPermit(await g.acquire({ app: 'a', route: 'suggest', maxWaitMs: 0 }));
+    expect(await g.acquire({ app: 'a', route: 'suggest', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      retryAfterMs: 5000,
     });
   });
 });
