@@ -21,7 +21,8 @@ async function read(): Promise<{ ms: number; bytes: number; charged: string }> {
   const response = await pool.request({ method: 'GET', path: `/v1/companies/${INN}`, headers });
   const body = Buffer.from(await response.body.arrayBuffer());
   const ms = performance.now() - start;
-  if (response.statusCode !== 200) throw new Error(`status ${response.statusCode}: ${body.toString('utf8', 0, 200)}`);
+  if (response.statusCode !== 200)
+    throw new Error(`status ${response.statusCode}: ${body.toString('utf8', 0, 200)}`);
   return { ms, bytes: body.length, charged: String(response.headers['x-charged-minor']) };
 }
 

@@ -1,9 +1,10 @@
 // The admin API under /admin/, behind the admin token (config admin.tokenHash; absent =
 // the whole API answers 404): spend ledger export (JSON or CSV, by period and app), budgets
-// of every app, open windows. Read-only here; refusals use the upstream's envelope.
+// of every app, open windows, cache purge by INN and cache statistics. Read-only here; refusals use the upstream's envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bearerToken, matchToken } from '../auth/tokens.ts';
 import { ledgerCsv } from '../cost/spend-ledger.ts';
+import { checkInn } from '../domain/requests.ts';
 import { ApiError } from '../errors.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 
@@ -75,6 +76,19 @@ export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): v
         requisites_until: w.requisitesUntil ? new Date(w.requisitesUntil).toISOString() : null,
       })),
     };
+  });
+
+  app.delete('/admin/cache/:inn', async (request) => {
+    requireAdmin(request, deps);
+    const { inn } = request.params as { inn: string };
+    const problems = checkInn(inn);
+    if (problems.length) throw ApiError.validation(problems);
+    return { inn, purged: await deps.cache.purgeInn(inn) };
+  });
+
+  app.get('/admin/cache/stats', async (request) => {
+    requireAdmin(request, deps);
+    return deps.cache.stats();
   });
 
   app.get('/admin/apps', async (request) => {

@@ -111,8 +111,8 @@ export class Coalescer {
 
   /**
    * Takes the cross-replica lead (the lock is held until the answer is parked), or waits for
-   * the replica that has it and returns its answer. The lock is tried first, so a parked
-   * answer is only ever read by callers that arrived while its call was in flight.
+   * the replica that has it and returns its answer. A parked answer is only ever read by
+   * callers that found the lock taken, i.e. arrived while its call was in flight.
    */
   private async followRemote(
     key: string,
@@ -121,12 +121,20 @@ export class Coalescer {
     const { store, clock } = this.options;
     const owner = randomUUID();
     const lock = `coalesce:lock:${key}`;
+    const parkedKey = `coalesce:answer:${key}`;
+    const ttl = () => Math.max(1_000, deadline - clock.now());
+    if (await store.acquireLock(lock, owner, ttl())) {
+      await store.cacheDelete(parkedKey).catch(() => {}); // an older call's answer is not ours
+      return { owner };
+    }
+    // Someone was in flight when we arrived: its parked answer, once there, is ours. Look for
+    // it before trying the lock again, so the leader's release does not make us call twice.
     for (;;) {
-      if (await store.acquireLock(lock, owner, Math.max(1_000, deadline - clock.now()))) return { owner };
-      const parked = await store.cacheGet(`coalesce:answer:${key}`);
-      if (parked) return { answer: decode(parked) };
-      if (clock.now() >= deadline) return { owner: '' };
       await new Promise((r) => setTimeout(r, this.pollMs));
+      const parked = await store.cacheGet(parkedKey);
+      if (parked) return { answer: decode(parked) };
+      if (await store.acquireLock(lock, owner, ttl())) return { owner };
+      if (clock.now() >= deadline) return { owner: '' };
     }
   }
 }

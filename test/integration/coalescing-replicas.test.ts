@@ -1,0 +1,77 @@
+// Identical concurrent requests share one upstream call, across replicas with the Redis
+// store: reads split over two gateway instances for a company nobody has read cost one call
+// and one charge; the admin API purges a company from the shared cache.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Clock } from '../../src/clock.ts';
+import { createStore } from '../../src/store/create-store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { knownInns } from '../emulator/emulator-harness.ts';
+import { type GatewayInstance, type Harness, startHarness } from '../helpers/gateway-harness.ts';
+import { startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
+
+let redis: TestRedis | null;
+let h: Harness;
+let second: GatewayInstance;
+const stores: Store[] = [];
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  if (!redis) return;
+  const prefix = uniquePrefix('coalesce');
+  const make = (clock: Clock) => {
+    const s = createStore({ redisUrl: redis!.url, prefix, clock, cacheMaxBytes: 64 * 1024 * 1024 });
+    stores.push(s);
+    return s;
+  };
+  h = await startHarness({ store: make, emulator: {} });
+  second = await h.addGateway(make(h.gateway.clock));
+});
+afterAll(async () => {
+  if (!redis) return;
+  await h.close();
+  for (const s of stores) await s.close();
+  await redis.stop();
+});
+
+describe('two replicas on one Redis', () => {
+  it('12 identical reads split over two replicas: one upstream call, one charge', async (ctx) => {
+    if (!redis) ctx.skip();
+    const [inn] = knownInns(1, 1100);
+    await h.emu('/faults', { route: 'company', count: 1, latency_ms: 300 });
+    const urls = [h.gateway.url, second.url];
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        fetch(`${urls[i % 2]}/v1/companies/${inn}`, {
+          headers: { authorization: `Bearer ${h.tokens.alpha}` },
+        }),
+      ),
+    );
+    for (const r of results) expect(r.status).toBe(200);
+    const bodies = new Set(await Promise.all(results.map((r) => r.text())));
+    expect(bodies.size).toBe(1);
+    const calls = (
+      (await h.emu('/requests?route=company')) as { requests: Array<{ path: string }> }
+    ).requests.filter((r) => r.path.includes(inn!));
+    expect(calls).toHaveLength(1);
+    expect((await h.ledger()).entries.filter((e) => e.inn === inn)).toHaveLength(1);
+    const charged = results.map((r) => Number(r.headers.get('x-charged-minor')));
+    expect(charged.reduce((a, b) => a + b, 0)).toBe(9900);
+  });
+
+  it('the admin API purges a company from the shared cache for every replica', async (ctx) => {
+    if (!redis) ctx.skip();
+    const [inn] = knownInns(1, 1100);
+    const admin = { authorization: `Bearer ${h.adminToken}` };
+    const purge = await fetch(`${h.gateway.url}/admin/cache/${inn}`, { method: 'DELETE', headers: admin });
+    expect(purge.status).toBe(200);
+    expect(((await purge.json()) as { purged: number }).purged).toBeGreaterThanOrEqual(1);
+    const after = await fetch(`${second.url}/v1/companies/${inn}`, {
+      headers: { authorization: `Bearer ${h.tokens.beta}` },
+    });
+    expect(after.headers.get('x-cache')).toBe('MISS');
+    const stats = await fetch(`${second.url}/admin/cache/stats`, { headers: admin });
+    expect(stats.status).toBe(200);
+    const bad = await fetch(`${h.gateway.url}/admin/cache/7707083894`, { method: 'DELETE', headers: admin });
+    expect(bad.status).toBe(422);
+  });
+});
