@@ -433,6 +433,7 @@ export class RateGovernor {
     const cap = this.activeMinuteCap(now);
     if (cap) specs.push(this.minuteCapSpec(cap));
     const states = await this.store.limiterState(specs);
+    await this.fair.refresh([...LIMIT_CLASS_NAMES]);
     const queued = new Map<LimitClassName, Record<string, number>>();
     const waiting = new Map<string, number>();
     for (const line of this.lines.values()) {

@@ -79,7 +79,7 @@ function setup(options: Partial<RateGovernorOptions> = {}) {
     classes,
   });
   governors.push(governor);
-  return { clock, store, governor, advance: time.advance };
+  return { clock, store, governor, advance: time.advance, sleep: time.sleep };
 }
 
 const used = async (g: RateGovernor) =>
@@ -348,6 +348,51 @@ describe('apps', () => {
     expect(order.filter((a) => a === 'heavy')).toHaveLength(6);
     await governor.close();
     await Promise.all(all);
+  });
+
+  it('across replicas: an app over its share leaves the next free slot to an app waiting on another replica', async () => {
+    // Every replica is configured with every app (that is how it knows whom to look for).
+    const apps = [{ name: 'flood' }, { name: 'trickle' }];
+    const { clock, store, governor: a, advance, sleep } = setup({ classes: { check: { limit: 4 } }, apps });
+    const b = new RateGovernor({
+      store,
+      clock,
+      sleep,
+      // This replica retries 50 ms after a slot frees, the flood's replica at once.
+      random: () => 1,
+      jitterMs: 50,
+      pollMs: 100_000,
+      apps,
+      classes: { check: { limit: 4, burst: 1_000_000 }, key: { burst: 1_000_000 } },
+    });
+    governors.push(b);
+    // The flood has used the window evenly: starts at +0, +15, +30, +45 s.
+    for (let i = 0; i < 4; i++) {
+      if (i > 0) clock.advance(15_000);
+      asPermit(await a.acquire({ app: 'flood', route: 'check_create' }));
+    }
+    const order: string[] = [];
+    // The flood queues first and retries first: without fair shares it would win every slot.
+    const floods = Array.from({ length: 3 }, () =>
+      a
+        .acquire({ app: 'flood', route: 'check_create', maxWaitMs: 120_000 })
+        .then((r) => r.ok && order.push('flood')),
+    );
+    await flush();
+    const trickle = b.acquire({ app: 'trickle', route: 'check_create', maxWaitMs: 120_000 });
+    void trickle.then((r) => r.ok && order.push('trickle'));
+    await flush();
+    clock.advance(200); // past the share refresh
+    expect((await a.state()).classes.find((c) => c.name === 'check')?.waitingApps).toEqual([
+      'flood',
+      'trickle',
+    ]);
+    await advance(50_000);
+    // Slots freed at +60, +75, +90 s: the trickle got the first; the flood the rest.
+    expect(order).toEqual(['trickle', 'flood', 'flood']);
+    await b.close();
+    await a.close();
+    await Promise.all(floods);
   });
 
   it('higher priority goes first', async () => {
