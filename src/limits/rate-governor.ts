@@ -12,15 +12,21 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { LimitClassSpec, LimitClassState, Store, TakeResult } from '../store/store.ts';
 import type { RouteName } from '../upstream-routes.ts';
+import {
+  type AppLimits,
+  baseClassOf,
+  ClassBook,
+  type Headroom,
+  isAppClass,
+  type MinuteCap,
+} from './class-book.ts';
 import { FairQueue } from './fair-queue.ts';
 import { FairShare } from './fair-share.ts';
 import {
-  appCapClassName,
   LIMIT_CLASS_NAMES,
   type LimitClassConfig,
   type LimitClassName,
   limitClassesWith,
-  paceSpec,
   pausedClassOf,
   routeClasses,
   upstreamMinuteClassName,
@@ -29,17 +35,8 @@ import { type ClassView, startEstimateMs } from './slot-estimate.ts';
 import { readUpstreamSignals } from './upstream-signals.ts';
 import { type AppWaitStats, type DenialReason, WaitStats } from './wait-stats.ts';
 
+export type { AppLimits, Headroom } from './class-book.ts';
 export type { DenialReason } from './wait-stats.ts';
-
-export interface AppLimits {
-  name: string;
-  /** Share of a saturated class relative to other apps of the same priority. Default 1. */
-  weight?: number;
-  /** Strict order between apps: a higher priority is served first. Default 0. */
-  priority?: number;
-  /** This app's own ceiling per class, calls per the class's window (across replicas). */
-  caps?: Partial<Record<LimitClassName, number>>;
-}
 
 export interface RateGovernorOptions {
   store: Store;
@@ -95,15 +92,6 @@ export interface Denial {
   reason: DenialReason;
 }
 
-export interface Headroom {
-  limit: number;
-  remaining: number;
-  /** Unix ms by which every slot counted now has left the window (the pause end when paused). */
-  resetAtMs: number;
-  /** Unix ms when the next call of this class could start (now when remaining > 0). */
-  nextSlotAtMs: number;
-}
-
 export interface GovernorState {
   at: number;
   classes: {
@@ -156,11 +144,6 @@ interface Line {
   wake: AbortController;
 }
 
-interface MinuteCap {
-  resetAtMs: number;
-  limit: number;
-}
-
 const CHANNEL = 'limits:upstream';
 
 const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
@@ -178,8 +161,7 @@ const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
 export class RateGovernor {
   private readonly store: Store;
   private readonly clock: Clock;
-  private readonly classes: Record<LimitClassName, LimitClassConfig>;
-  private readonly apps = new Map<string, AppLimits>();
+  private readonly book: ClassBook;
   private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   private readonly random: () => number;
   private readonly jitterMs: number;
@@ -190,12 +172,8 @@ export class RateGovernor {
   private readonly onError: (error: unknown) => void;
   private readonly instance = randomUUID().slice(0, 8);
   private readonly lines = new Map<string, Line>();
-  /** This replica's own slots still in a window, per store class (for estimates). */
-  private readonly ownSlots = new Map<string, Map<string, number>>();
   private readonly stats = new WaitStats();
   private readonly fair: FairShare;
-  private keyLimit: number;
-  private minuteCap: MinuteCap | null = null;
   private keyInFlight = 0;
   private seq = 0;
   private closed = false;
@@ -209,15 +187,7 @@ export class RateGovernor {
       const n = name as LimitClassName;
       withWaits[n] = { ...withWaits[n], maxWaitMs: ms };
     }
-    this.classes = limitClassesWith(withWaits);
-    for (const app of options.apps ?? []) {
-      if (app.weight !== undefined && !(app.weight > 0))
-        throw new RangeError(`weight of ${app.name} must be > 0`);
-      for (const [c, cap] of Object.entries(app.caps ?? {}))
-        if (!Number.isSafeInteger(cap) || (cap as number) < 0)
-          throw new RangeError(`cap ${c} of ${app.name} must be an integer >= 0`);
-      this.apps.set(app.name, app);
-    }
+    const classes = limitClassesWith(withWaits);
     this.sleep = options.sleep ?? defaultSleep;
     this.random = options.random ?? Math.random;
     this.jitterMs = options.jitterMs ?? 20;
@@ -227,20 +197,28 @@ export class RateGovernor {
     this.signalOptions = {
       fallbackPauseMs: options.fallbackPauseMs ?? 1000,
       maxPauseMs: options.maxPauseMs ?? 600_000,
-      maxResetAheadMs: this.classes.key.windowMs,
+      maxResetAheadMs: classes.key.windowMs,
     };
     this.onError = options.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
-    this.keyLimit = this.classes.key.limit;
+    const weights = new Map((options.apps ?? []).map((a) => [a.name, a.weight ?? 1]));
     this.fair = new FairShare({
       store: this.store,
       now: () => this.clock.now(),
       instance: this.instance,
       refreshMs: this.fairRefreshMs,
-      windowOf: (c) => this.classes[c].windowMs,
-      weightOf: (app) => this.weightOf(app),
-      knownApps: () => [...new Set([...this.apps.keys(), ...this.stats.names()])],
+      windowOf: (c) => classes[c].windowMs,
+      weightOf: (app) => weights.get(app) ?? 1,
+      knownApps: () => [...new Set([...weights.keys(), ...this.stats.names()])],
       onError: this.onError,
     });
+    this.book = new ClassBook(
+      this.store,
+      this.clock,
+      classes,
+      options.apps ?? [],
+      this.fair,
+      this.resetMarginMs,
+    );
     this.unsubscribe = this.store
       .subscribe(CHANNEL, (message) => this.onBroadcast(message))
       .catch((error: unknown) => {
@@ -257,7 +235,7 @@ export class RateGovernor {
     const primary = classes[0];
     if (!primary) return { ok: true, waitedMs: 0, classes, release: async () => {} };
     if (request.signal?.aborted) return this.deny(request.app, primary, 0, 'aborted');
-    const maxWait = Math.max(0, request.maxWaitMs ?? this.classes[primary].maxWaitMs);
+    const maxWait = Math.max(0, request.maxWaitMs ?? this.book.classes[primary].maxWaitMs);
     const line = this.lineFor(classes);
     let resolve!: (r: Permit | Denial) => void;
     let reject!: (e: unknown) => void;
@@ -288,7 +266,7 @@ export class RateGovernor {
         return this.permit(waiter);
       }
       this.noteRefusal(line, taken);
-      if (this.isAppCap(taken.name)) line.blockedApps.set(waiter.app, this.clock.now() + taken.retryAfterMs);
+      if (isAppClass(taken.name)) line.blockedApps.set(waiter.app, this.clock.now() + taken.retryAfterMs);
       line.fq.push(waiter);
       this.markWaiting(line, taken.name);
     } else {
@@ -337,8 +315,8 @@ export class RateGovernor {
     const now = this.clock.now();
     const signals = readUpstreamSignals(status, headers, now, this.signalOptions, errorCode);
     let broadcast: { keyLimit?: number; minuteCap?: MinuteCap } | null = null;
-    if (signals.keyLimit !== undefined && signals.keyLimit !== this.keyLimit) {
-      this.keyLimit = signals.keyLimit;
+    if (signals.keyLimit !== undefined && signals.keyLimit !== this.book.keyLimit) {
+      this.book.keyLimit = signals.keyLimit;
       broadcast = { keyLimit: signals.keyLimit };
     }
     if (signals.keyRemaining) {
@@ -348,12 +326,13 @@ export class RateGovernor {
       } else {
         const name = upstreamMinuteClassName(resetAtMs);
         const [state] = await this.store.limiterState([
-          { name, limit: 0, windowMs: this.minuteCapWindowMs() },
+          { name, limit: 0, windowMs: this.book.minuteCapWindowMs() },
         ]);
         // Calls still in flight are not in the upstream's count yet: they will spend `remaining`.
         const othersInFlight = Math.max(0, this.keyInFlight - (routeClasses(route).includes('key') ? 1 : 0));
         const cap = { resetAtMs, limit: Math.max(0, (state?.used ?? 0) - othersInFlight + remaining) };
-        if (this.mergeMinuteCap(cap)) broadcast = { ...broadcast, minuteCap: this.minuteCap ?? cap };
+        if (this.book.mergeMinuteCap(cap))
+          broadcast = { ...broadcast, minuteCap: this.book.minuteCap ?? cap };
       }
     }
     if (signals.pauseMs !== undefined) {
@@ -369,45 +348,8 @@ export class RateGovernor {
   }
 
   /** What the app may still use now, per class (for X-RateLimit-* on the gateway's answers). */
-  async headroom(app: string): Promise<Record<LimitClassName, Headroom>> {
-    const now = this.clock.now();
-    const specs: LimitClassSpec[] = [];
-    for (const name of LIMIT_CLASS_NAMES) {
-      specs.push(this.spec(name));
-      const cap = this.capOf(app, name);
-      if (cap !== undefined)
-        specs.push({ name: appCapClassName(name, app), limit: cap, windowMs: this.classes[name].windowMs });
-    }
-    const cap = this.activeMinuteCap(now);
-    if (cap) specs.push(this.minuteCapSpec(cap));
-    const states = await this.store.limiterState(specs);
-    const out = {} as Record<LimitClassName, Headroom>;
-    for (const name of LIMIT_CLASS_NAMES) {
-      const related = specs
-        .map((spec, i) => ({ spec, state: states[i] }))
-        .filter(
-          ({ spec }) =>
-            spec.name === name ||
-            spec.name === appCapClassName(name, app) ||
-            (name === 'key' && spec.name.startsWith('key~')),
-        );
-      let limit = Number.POSITIVE_INFINITY;
-      let remaining = Number.POSITIVE_INFINITY;
-      let resetAtMs = now;
-      let nextSlotAtMs = now;
-      for (const { spec, state } of related) {
-        if (!state) continue;
-        const view = this.view(spec, state, now);
-        limit = Math.min(limit, spec.limit);
-        remaining = Math.min(remaining, state.pausedForMs > 0 ? 0 : Math.max(0, spec.limit - state.used));
-        const allOwn = view.ownExpiriesMs.length >= state.used;
-        const clears = state.used === 0 ? 0 : allOwn ? Math.max(0, ...view.ownExpiriesMs) : view.windowMs;
-        resetAtMs = Math.max(resetAtMs, now + Math.max(clears, state.pausedForMs));
-        nextSlotAtMs = Math.max(nextSlotAtMs, now + Math.ceil(startEstimateMs(view, 0)));
-      }
-      out[name] = { limit, remaining, resetAtMs, nextSlotAtMs };
-    }
-    return out;
+  headroom(app: string): Promise<Record<LimitClassName, Headroom>> {
+    return this.book.headroom(app);
   }
 
   /** The tightest class of a route for this app (what X-RateLimit-* on that route shows). */
@@ -429,9 +371,9 @@ export class RateGovernor {
   /** Every class's state and queues, and every app's waits (GET /admin/limits). */
   async state(): Promise<GovernorState> {
     const now = this.clock.now();
-    const specs = LIMIT_CLASS_NAMES.map((name) => this.spec(name));
-    const cap = this.activeMinuteCap(now);
-    if (cap) specs.push(this.minuteCapSpec(cap));
+    const specs = LIMIT_CLASS_NAMES.map((name) => this.book.spec(name));
+    const cap = this.book.activeMinuteCap(now);
+    if (cap) specs.push(this.book.minuteCapSpec(cap));
     const states = await this.store.limiterState(specs);
     await this.fair.refresh([...LIMIT_CLASS_NAMES]);
     const queued = new Map<LimitClassName, Record<string, number>>();
@@ -446,14 +388,14 @@ export class RateGovernor {
         }
       }
     }
-    const names = new Set([...this.apps.keys(), ...this.stats.names(), ...waiting.keys()]);
+    const names = new Set([...this.book.appNames(), ...this.stats.names(), ...waiting.keys()]);
     return {
       at: now,
       classes: LIMIT_CLASS_NAMES.map((name, i) => ({
         name,
         limit: specs[i]?.limit ?? 0,
-        configuredLimit: this.classes[name].limit,
-        windowMs: this.classes[name].windowMs,
+        configuredLimit: this.book.classes[name].limit,
+        windowMs: this.book.classes[name].windowMs,
         used: states[i]?.used ?? 0,
         pausedForMs: states[i]?.pausedForMs ?? 0,
         queued: queued.get(name) ?? {},
@@ -462,9 +404,9 @@ export class RateGovernor {
       upstreamMinuteCap: cap ? { ...cap, used: states[LIMIT_CLASS_NAMES.length]?.used ?? 0 } : null,
       apps: [...names].sort().map((name) => ({
         name,
-        weight: this.weightOf(name),
-        priority: this.priorityOf(name),
-        caps: { ...this.apps.get(name)?.caps },
+        weight: this.book.weightOf(name),
+        priority: this.book.priorityOf(name),
+        caps: this.book.caps(name),
         waiting: waiting.get(name) ?? 0,
         ...this.stats.snapshot(name),
       })),
@@ -521,7 +463,7 @@ export class RateGovernor {
         }
         now = this.clock.now();
         this.noteRefusal(line, taken);
-        if (this.isAppCap(taken.name)) line.blockedApps.set(w.app, now + taken.retryAfterMs);
+        if (isAppClass(taken.name)) line.blockedApps.set(w.app, now + taken.retryAfterMs);
         this.markWaiting(line, taken.name);
         const hopeless = await this.estimate(line, line.fq.ordered()).catch((error: unknown) => {
           this.onError(error);
@@ -529,7 +471,7 @@ export class RateGovernor {
         });
         for (const [h, verdict] of hopeless)
           this.finish(h, this.deny(h.app, verdict.limit, verdict.retryAfterMs, verdict.reason));
-        if (!this.isAppCap(taken.name)) {
+        if (!isAppClass(taken.name)) {
           const jitter = this.random() * this.jitterMs;
           const wait = Math.min(
             taken.retryAfterMs + jitter,
@@ -573,14 +515,14 @@ export class RateGovernor {
     if (order.length === 0 || candidates.length === 0) return out;
     const specs = new Map<string, LimitClassSpec>();
     for (const w of order)
-      for (const s of this.specsFor(w)) if (!FairShare.isShareClass(s.name)) specs.set(s.name, s);
+      for (const s of this.book.specsFor(w)) if (!FairShare.isShareClass(s.name)) specs.set(s.name, s);
     const list = [...specs.values()];
     const states = await this.store.limiterState(list);
     const now = this.clock.now();
     const views = new Map<string, { view: ClassView; state: LimitClassState }>();
     list.forEach((spec, i) => {
       const state = states[i];
-      if (state) views.set(spec.name, { view: this.view(spec, state, now), state });
+      if (state) views.set(spec.name, { view: this.book.view(spec, state, now), state });
     });
     const wanted = new Set(candidates);
     const aheadInApp = new Map<string, number>();
@@ -589,18 +531,18 @@ export class RateGovernor {
       const inApp = aheadInApp.get(w.app) ?? 0;
       let worst = 0;
       let verdict: { limit: LimitClassName; retryAfterMs: number; reason: DenialReason } | null = null;
-      for (const spec of this.specsFor(w)) {
+      for (const spec of this.book.specsFor(w)) {
         // A share limit lasts only while others wait; it does not decide a deadline.
         if (FairShare.isShareClass(spec.name)) continue;
         const v = views.get(spec.name);
         if (!v) continue;
-        const appCap = this.isAppCap(spec.name);
+        const appCap = isAppClass(spec.name);
         let at = startEstimateMs(v.view, appCap ? inApp : ahead);
         at = Math.max(at, (line.nextFreeAt.get(spec.name) ?? now) - now);
         if (at > worst || !verdict) {
           worst = at;
           const reason: DenialReason = appCap ? 'app_cap' : v.state.pausedForMs >= at ? 'paused' : 'deadline';
-          verdict = { limit: this.baseClass(spec.name), retryAfterMs: at, reason };
+          verdict = { limit: baseClassOf(spec.name), retryAfterMs: at, reason };
         }
       }
       // An app blocked by its own cap or share does not go first: it is not counted ahead.
@@ -608,7 +550,7 @@ export class RateGovernor {
       if (verdict && wanted.has(w) && now + worst > w.deadline) {
         out.set(w, {
           ...verdict,
-          retryAfterMs: Number.isFinite(worst) ? Math.ceil(worst) : this.classes[verdict.limit].windowMs,
+          retryAfterMs: Number.isFinite(worst) ? Math.ceil(worst) : this.book.classes[verdict.limit].windowMs,
         });
       } else {
         ahead++;
@@ -622,7 +564,7 @@ export class RateGovernor {
 
   private async take(w: Waiter): Promise<TakeResult> {
     await this.fair.refresh(w.classes);
-    w.specs = this.specsFor(w);
+    w.specs = this.book.specsFor(w);
     const result = await this.store.takeSlots(w.specs, w.id);
     if (result.ok) return result;
     // A share refusal lasts only while another app waits: look again soon.
@@ -630,7 +572,7 @@ export class RateGovernor {
       return { ...result, retryAfterMs: Math.max(1, Math.min(result.retryAfterMs, this.fairRefreshMs)) };
     if (!result.name.startsWith('key~')) return result;
     // The minute cap frees at the upstream's reset, not when its (long) log window passes.
-    const cap = this.minuteCap;
+    const cap = this.book.minuteCap;
     const untilReset = cap ? cap.resetAtMs + this.resetMarginMs - this.clock.now() : result.retryAfterMs;
     return { ...result, retryAfterMs: Math.max(1, Math.min(result.retryAfterMs, untilReset)) };
   }
@@ -638,9 +580,9 @@ export class RateGovernor {
   private permit(w: Waiter): Permit {
     const now = this.clock.now();
     const waitedMs = Math.max(0, now - w.enqueuedAt);
-    const specs = w.specs ?? this.specsFor(w);
+    const specs = w.specs ?? this.book.specsFor(w);
     const names = specs.map((s) => s.name);
-    for (const spec of specs) this.remember(spec, w.id, now);
+    for (const spec of specs) this.book.remember(spec, w.id, now);
     const spendsKey = w.classes.includes('key');
     if (spendsKey) this.keyInFlight++;
     this.stats.granted(w.app, waitedMs);
@@ -654,7 +596,7 @@ export class RateGovernor {
         released = true;
         if (spendsKey) this.keyInFlight--;
         if (sentUpstream) return;
-        for (const name of names) this.ownSlots.get(name)?.delete(w.id);
+        for (const name of names) this.book.ownSlots.get(name)?.delete(w.id);
         await this.store.returnSlots(names, w.id);
         for (const line of this.lines.values())
           if (line.classes.some((c) => w.classes.includes(c))) line.wake.abort();
@@ -662,37 +604,18 @@ export class RateGovernor {
     };
   }
 
-  /** Records one of this replica's slots; forgets those that have left their window. */
-  private remember(spec: LimitClassSpec, id: string, now: number): void {
-    if (spec.name.startsWith('key~')) {
-      for (const name of this.ownSlots.keys())
-        if (name.startsWith('key~') && name !== spec.name) this.ownSlots.delete(name);
-    }
-    let own = this.ownSlots.get(spec.name);
-    if (!own) {
-      own = new Map();
-      this.ownSlots.set(spec.name, own);
-    }
-    // Insertion order is time order: the oldest are first.
-    for (const [oldId, at] of own) {
-      if (at + spec.windowMs > now) break;
-      own.delete(oldId);
-    }
-    own.set(id, now);
-  }
-
   private async giveBack(w: Waiter): Promise<void> {
     await this.store.returnSlots(
-      (w.specs ?? this.specsFor(w)).map((s) => s.name),
+      (w.specs ?? this.book.specsFor(w)).map((s) => s.name),
       w.id,
     );
   }
 
   /** After a refusal by a class: every app waiting in this line for it says so (fair-share.ts). */
   private markWaiting(line: Line, refusedBy: string, only?: string): void {
-    if (this.isAppCap(refusedBy) && !FairShare.isShareClass(refusedBy)) return; // its own cap, not the class
+    if (isAppClass(refusedBy) && !FairShare.isShareClass(refusedBy)) return; // its own cap, not the class
     line.lastRefusedBy = refusedBy;
-    const c = this.baseClass(refusedBy);
+    const c = baseClassOf(refusedBy);
     const now = this.clock.now();
     for (const app of only ? [only] : Object.keys(line.fq.depthByApp())) {
       const blocked = (line.blockedApps.get(app) ?? 0) > now && !FairShare.isShareClass(refusedBy);
@@ -710,88 +633,20 @@ export class RateGovernor {
     }
   }
 
-  /** Every store class one call of this waiter takes: its classes, its app's caps, the minute cap. */
-  private specsFor(w: { app: string; classes: LimitClassName[] }): LimitClassSpec[] {
-    const specs: LimitClassSpec[] = [];
-    for (const c of w.classes) {
-      const spec = this.spec(c);
-      specs.push(spec);
-      const pace = paceSpec(c, spec.limit, spec.windowMs, this.classes[c].burst);
-      if (pace) specs.push(pace);
-      const cap = this.capOf(w.app, c);
-      if (cap !== undefined)
-        specs.push({ name: appCapClassName(c, w.app), limit: cap, windowMs: this.classes[c].windowMs });
-      specs.push(this.fair.spec(c, w.app, spec.limit));
-    }
-    const minute = w.classes.includes('key') ? this.activeMinuteCap(this.clock.now()) : null;
-    if (minute) specs.push(this.minuteCapSpec(minute));
-    return specs;
-  }
-
-  private spec(name: LimitClassName): LimitClassSpec {
-    const c = this.classes[name];
-    return { name, limit: name === 'key' ? this.keyLimit : c.limit, windowMs: c.windowMs };
-  }
-
-  private view(spec: LimitClassSpec, state: LimitClassState, now: number): ClassView {
-    const own = this.ownSlots.get(spec.name);
-    const ownExpiriesMs: number[] = [];
-    const minute = spec.name.startsWith('key~');
-    const windowMs =
-      minute && this.minuteCap
-        ? Math.max(1, this.minuteCap.resetAtMs + this.resetMarginMs - now)
-        : spec.windowMs;
-    if (own) {
-      for (const [id, at] of own) {
-        const left = minute ? windowMs : at + spec.windowMs - now;
-        if (left <= 0) own.delete(id);
-        else ownExpiriesMs.push(left);
-      }
-    }
-    return { limit: spec.limit, windowMs, used: state.used, pausedForMs: state.pausedForMs, ownExpiriesMs };
-  }
-
   private noteRefusal(line: Line, refusal: { name: string; retryAfterMs: number }): void {
     line.nextFreeAt.set(refusal.name, this.clock.now() + refusal.retryAfterMs);
   }
 
   // --- the upstream's minute (X-RateLimit-Remaining) ---
 
-  private minuteCapWindowMs(): number {
-    return 2 * this.classes.key.windowMs + this.resetMarginMs;
-  }
-
-  private minuteCapSpec(cap: MinuteCap): LimitClassSpec {
-    return {
-      name: upstreamMinuteClassName(cap.resetAtMs),
-      limit: cap.limit,
-      windowMs: this.minuteCapWindowMs(),
-    };
-  }
-
-  private activeMinuteCap(now: number): MinuteCap | null {
-    const cap = this.minuteCap;
-    if (cap && now >= cap.resetAtMs + this.resetMarginMs) this.minuteCap = null;
-    return this.minuteCap;
-  }
-
-  /** Keeps the lowest cap of the newest upstream minute; true when it changed. */
-  private mergeMinuteCap(cap: MinuteCap): boolean {
-    const current = this.activeMinuteCap(this.clock.now());
-    if (current && current.resetAtMs > cap.resetAtMs) return false;
-    if (current && current.resetAtMs === cap.resetAtMs && current.limit <= cap.limit) return false;
-    this.minuteCap = cap;
-    return true;
-  }
-
   private onBroadcast(message: string): void {
     try {
       const m = JSON.parse(message) as { from?: string; keyLimit?: number; minuteCap?: MinuteCap };
       if (m.from === this.instance) return;
       if (typeof m.keyLimit === 'number' && Number.isSafeInteger(m.keyLimit) && m.keyLimit > 0)
-        this.keyLimit = m.keyLimit;
+        this.book.keyLimit = m.keyLimit;
       if (m.minuteCap && Number.isFinite(m.minuteCap.resetAtMs) && Number.isSafeInteger(m.minuteCap.limit))
-        this.mergeMinuteCap({ resetAtMs: m.minuteCap.resetAtMs, limit: Math.max(0, m.minuteCap.limit) });
+        this.book.mergeMinuteCap({ resetAtMs: m.minuteCap.resetAtMs, limit: Math.max(0, m.minuteCap.limit) });
       this.wakeAll();
     } catch (error) {
       this.onError(error);
@@ -807,8 +662,8 @@ export class RateGovernor {
       line = {
         classes,
         fq: new FairQueue<Waiter>({
-          weightOf: (a) => this.weightOf(a),
-          priorityOf: (a) => this.priorityOf(a),
+          weightOf: (a) => this.book.weightOf(a),
+          priorityOf: (a) => this.book.priorityOf(a),
         }),
         blockedApps: new Map(),
         nextFreeAt: new Map(),
@@ -846,27 +701,5 @@ export class RateGovernor {
   private denyFor(w: Waiter, line: Line, now: number, reason: DenialReason): Denial {
     const next = Math.max(0, ...[...line.nextFreeAt.values()].map((t) => t - now));
     return this.deny(w.app, w.classes[0] ?? 'key', next, reason);
-  }
-
-  /** A class of one app (its cap or its share): refusing it blocks that app only. */
-  private isAppCap(storeClass: string): boolean {
-    return storeClass.includes('@');
-  }
-
-  private baseClass(storeClass: string): LimitClassName {
-    const base = storeClass.split(/[@~:]/)[0] as LimitClassName;
-    return LIMIT_CLASS_NAMES.includes(base) ? base : 'key';
-  }
-
-  private capOf(app: string, c: LimitClassName): number | undefined {
-    return this.apps.get(app)?.caps?.[c];
-  }
-
-  private weightOf(app: string): number {
-    return this.apps.get(app)?.weight ?? 1;
-  }
-
-  private priorityOf(app: string): number {
-    return this.apps.get(app)?.priority ?? 0;
   }
 }

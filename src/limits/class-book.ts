@@ -1,0 +1,232 @@
+// The limiter's book of classes: the effective limits (the key's follows X-RateLimit-Limit),
+// the upstream-minute cap (X-RateLimit-Remaining), per-app caps and weights, and this replica's
+// own slots. It says which store classes one call takes (the route's classes, their pacing, the
+// app's cap and share, the minute cap), how a class looks for an estimate, and what an app has
+// left (headroom).
+//
+// No waiting and no granting here (rate-governor.ts does that through the Store's atomic take).
+// Must never call Date.now(): every time comes from the injected clock.
+import type { Clock } from '../clock.ts';
+import type { LimitClassSpec, LimitClassState, Store } from '../store/store.ts';
+import type { FairShare } from './fair-share.ts';
+import {
+  appCapClassName,
+  LIMIT_CLASS_NAMES,
+  type LimitClassConfig,
+  type LimitClassName,
+  paceSpec,
+  upstreamMinuteClassName,
+} from './limit-classes.ts';
+import { type ClassView, startEstimateMs } from './slot-estimate.ts';
+
+export interface AppLimits {
+  name: string;
+  /** Share of a saturated class relative to other apps of the same priority. Default 1. */
+  weight?: number;
+  /** Strict order between apps: a higher priority is served first. Default 0. */
+  priority?: number;
+  /** This app's own ceiling per class, calls per the class's window (across replicas). */
+  caps?: Partial<Record<LimitClassName, number>>;
+}
+
+export interface Headroom {
+  limit: number;
+  remaining: number;
+  /** Unix ms by which every slot counted now has left the window (the pause end when paused). */
+  resetAtMs: number;
+  /** Unix ms when the next call of this class could start (now when remaining > 0). */
+  nextSlotAtMs: number;
+}
+
+/** The upstream's current minute: at most `limit` key calls in the log key~<resetAtMs>. */
+export interface MinuteCap {
+  resetAtMs: number;
+  limit: number;
+}
+
+/** A class of one app (its cap or its share): refusing it blocks that app only. */
+export function isAppClass(storeClass: string): boolean {
+  return storeClass.includes('@');
+}
+
+/** "search@crm:share" -> "search"; "key~1768467660000" -> "key". */
+export function baseClassOf(storeClass: string): LimitClassName {
+  const base = storeClass.split(/[@~:]/)[0] as LimitClassName;
+  return LIMIT_CLASS_NAMES.includes(base) ? base : 'key';
+}
+
+export class ClassBook {
+  keyLimit: number;
+  minuteCap: MinuteCap | null = null;
+  /** This replica's own slots still in a window, per store class (for estimates). */
+  readonly ownSlots = new Map<string, Map<string, number>>();
+  private readonly apps = new Map<string, AppLimits>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    readonly classes: Record<LimitClassName, LimitClassConfig>,
+    apps: AppLimits[],
+    private readonly fair: FairShare,
+    private readonly resetMarginMs: number,
+  ) {
+    for (const app of apps) {
+      if (app.weight !== undefined && !(app.weight > 0))
+        throw new RangeError(`weight of ${app.name} must be > 0`);
+      for (const [c, cap] of Object.entries(app.caps ?? {}))
+        if (!Number.isSafeInteger(cap) || (cap as number) < 0)
+          throw new RangeError(`cap ${c} of ${app.name} must be an integer >= 0`);
+      this.apps.set(app.name, app);
+    }
+    this.keyLimit = classes.key.limit;
+  }
+
+  appNames(): string[] {
+    return [...this.apps.keys()];
+  }
+
+  caps(app: string): Partial<Record<LimitClassName, number>> {
+    return { ...this.apps.get(app)?.caps };
+  }
+
+  /** What the app may still use now, per class (for X-RateLimit-* on the gateway's answers). */
+  async headroom(app: string): Promise<Record<LimitClassName, Headroom>> {
+    const now = this.clock.now();
+    const specs: LimitClassSpec[] = [];
+    for (const name of LIMIT_CLASS_NAMES) {
+      specs.push(this.spec(name));
+      const cap = this.capOf(app, name);
+      if (cap !== undefined)
+        specs.push({ name: appCapClassName(name, app), limit: cap, windowMs: this.classes[name].windowMs });
+    }
+    const cap = this.activeMinuteCap(now);
+    if (cap) specs.push(this.minuteCapSpec(cap));
+    const states = await this.store.limiterState(specs);
+    const out = {} as Record<LimitClassName, Headroom>;
+    for (const name of LIMIT_CLASS_NAMES) {
+      const related = specs
+        .map((spec, i) => ({ spec, state: states[i] }))
+        .filter(
+          ({ spec }) =>
+            spec.name === name ||
+            spec.name === appCapClassName(name, app) ||
+            (name === 'key' && spec.name.startsWith('key~')),
+        );
+      let limit = Number.POSITIVE_INFINITY;
+      let remaining = Number.POSITIVE_INFINITY;
+      let resetAtMs = now;
+      let nextSlotAtMs = now;
+      for (const { spec, state } of related) {
+        if (!state) continue;
+        const view = this.view(spec, state, now);
+        limit = Math.min(limit, spec.limit);
+        remaining = Math.min(remaining, state.pausedForMs > 0 ? 0 : Math.max(0, spec.limit - state.used));
+        const allOwn = view.ownExpiriesMs.length >= state.used;
+        const clears = state.used === 0 ? 0 : allOwn ? Math.max(0, ...view.ownExpiriesMs) : view.windowMs;
+        resetAtMs = Math.max(resetAtMs, now + Math.max(clears, state.pausedForMs));
+        nextSlotAtMs = Math.max(nextSlotAtMs, now + Math.ceil(startEstimateMs(view, 0)));
+      }
+      out[name] = { limit, remaining, resetAtMs, nextSlotAtMs };
+    }
+    return out;
+  }
+
+  /** Records one of this replica's slots; forgets those that have left their window. */
+  remember(spec: LimitClassSpec, id: string, now: number): void {
+    if (spec.name.startsWith('key~')) {
+      for (const name of this.ownSlots.keys())
+        if (name.startsWith('key~') && name !== spec.name) this.ownSlots.delete(name);
+    }
+    let own = this.ownSlots.get(spec.name);
+    if (!own) {
+      own = new Map();
+      this.ownSlots.set(spec.name, own);
+    }
+    // Insertion order is time order: the oldest are first.
+    for (const [oldId, at] of own) {
+      if (at + spec.windowMs > now) break;
+      own.delete(oldId);
+    }
+    own.set(id, now);
+  }
+
+  /** Every store class one call takes: its classes, their pacing, the app's cap and share, the minute cap. */
+  specsFor(w: { app: string; classes: LimitClassName[] }): LimitClassSpec[] {
+    const specs: LimitClassSpec[] = [];
+    for (const c of w.classes) {
+      const spec = this.spec(c);
+      specs.push(spec);
+      const pace = paceSpec(c, spec.limit, spec.windowMs, this.classes[c].burst);
+      if (pace) specs.push(pace);
+      const cap = this.capOf(w.app, c);
+      if (cap !== undefined)
+        specs.push({ name: appCapClassName(c, w.app), limit: cap, windowMs: this.classes[c].windowMs });
+      specs.push(this.fair.spec(c, w.app, spec.limit));
+    }
+    const minute = w.classes.includes('key') ? this.activeMinuteCap(this.clock.now()) : null;
+    if (minute) specs.push(this.minuteCapSpec(minute));
+    return specs;
+  }
+
+  spec(name: LimitClassName): LimitClassSpec {
+    const c = this.classes[name];
+    return { name, limit: name === 'key' ? this.keyLimit : c.limit, windowMs: c.windowMs };
+  }
+
+  view(spec: LimitClassSpec, state: LimitClassState, now: number): ClassView {
+    const own = this.ownSlots.get(spec.name);
+    const ownExpiriesMs: number[] = [];
+    const minute = spec.name.startsWith('key~');
+    const windowMs =
+      minute && this.minuteCap
+        ? Math.max(1, this.minuteCap.resetAtMs + this.resetMarginMs - now)
+        : spec.windowMs;
+    if (own) {
+      for (const [id, at] of own) {
+        const left = minute ? windowMs : at + spec.windowMs - now;
+        if (left <= 0) own.delete(id);
+        else ownExpiriesMs.push(left);
+      }
+    }
+    return { limit: spec.limit, windowMs, used: state.used, pausedForMs: state.pausedForMs, ownExpiriesMs };
+  }
+
+  minuteCapWindowMs(): number {
+    return 2 * this.classes.key.windowMs + this.resetMarginMs;
+  }
+
+  minuteCapSpec(cap: MinuteCap): LimitClassSpec {
+    return {
+      name: upstreamMinuteClassName(cap.resetAtMs),
+      limit: cap.limit,
+      windowMs: this.minuteCapWindowMs(),
+    };
+  }
+
+  activeMinuteCap(now: number): MinuteCap | null {
+    const cap = this.minuteCap;
+    if (cap && now >= cap.resetAtMs + this.resetMarginMs) this.minuteCap = null;
+    return this.minuteCap;
+  }
+
+  /** Keeps the lowest cap of the newest upstream minute; true when it changed. */
+  mergeMinuteCap(cap: MinuteCap): boolean {
+    const current = this.activeMinuteCap(this.clock.now());
+    if (current && current.resetAtMs > cap.resetAtMs) return false;
+    if (current && current.resetAtMs === cap.resetAtMs && current.limit <= cap.limit) return false;
+    this.minuteCap = cap;
+    return true;
+  }
+
+  capOf(app: string, c: LimitClassName): number | undefined {
+    return this.apps.get(app)?.caps?.[c];
+  }
+
+  weightOf(app: string): number {
+    return this.apps.get(app)?.weight ?? 1;
+  }
+
+  priorityOf(app: string): number {
+    return this.apps.get(app)?.priority ?? 0;
+  }
+}
