@@ -144,6 +144,7 @@ maybe('rate limits across three replicas on one Redis', () => {
     const diedAt = Date.now();
     await dying.governor.close(); // never released: the process is gone
     await dying.store.close();
+    opened.stores.splice(opened.stores.indexOf(dying.store), 1);
 
     const refused = await survivor.governor.acquire({ app: 'trickle', route: 'check_create', maxWaitMs: 0 });
     expect(refused).toMatchObject({ ok: false, limit: 'check', reason: 'deadline' });
