@@ -3,13 +3,11 @@
 // fails fast with StoreUnavailableError. Every test writes under its own unique prefix and deletes
 // only that prefix's keys afterwards: the Redis may be shared (never FLUSHDB here).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.ts';
 import { RedisStore, StoreUnavailableError } from '../../src/store/index.ts';
-import { globEscape } from '../../src/store/redis-keys.ts';
-import { startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
+import { deleteKeysUnder, freePort, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
 import { runStoreContract, until } from './store-contract.ts';
 
 const redis: TestRedis | null = await startTestRedis();
@@ -25,21 +23,7 @@ function open(url: string, prefix: string): RedisStore {
   return new RedisStore({ url, prefix, clock: systemClock, cacheMaxBytes: 10 * 1024 * 1024 });
 }
 
-async function deleteOwnKeys(url: string): Promise<void> {
-  const client = new Redis(url, { maxRetriesPerRequest: 1 });
-  try {
-    for (const prefix of prefixes) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${globEscape(prefix)}*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length > 0) await client.unlink(...keys);
-      } while (cursor !== '0');
-    }
-  } finally {
-    client.disconnect();
-  }
-}
+const deleteOwnKeys = (url: string) => deleteKeysUnder(url, prefixes);
 
 const maybe = redis ? describe : describe.skip;
 
@@ -176,18 +160,6 @@ describe('RedisStore when Redis is down', () => {
     },
   );
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
 
 async function startServer(port: number): Promise<ChildProcess> {
   const child = spawn(

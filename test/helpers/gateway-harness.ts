@@ -4,7 +4,7 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
-import { OffsetClock } from '../../src/clock.ts';
+import { type Clock, OffsetClock } from '../../src/clock.ts';
 import { configSchema, type GatewayConfig, type Scope } from '../../src/config/schema.ts';
 import { createEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/emulator-server.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -12,6 +12,7 @@ import { buildServer } from '../../src/server.ts';
 import { createStore } from '../../src/store/create-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { UpstreamClient } from '../../src/upstream/upstream-client.ts';
+import { deleteKeysUnder, startTestRedis, uniquePrefix } from './redis.ts';
 
 export const UPSTREAM_KEY = 'emulator-upstream-key-0f3c9a';
 
@@ -157,4 +158,42 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
 export async function json(res: Response): Promise<Record<string, unknown>> {
   return (await res.json()) as Record<string, unknown>;
+}
+
+export interface ReplicaHarness {
+  h: Harness;
+  /** The second gateway, sharing the first one's Redis state. */
+  second: GatewayInstance;
+  /** Closes both gateways, their stores and the test Redis, and deletes the keys written. */
+  close(): Promise<void>;
+}
+
+/**
+ * A harness whose gateway and a second replica share one real Redis (test/helpers/redis.ts
+ * rules), or null when no Redis can be had (the caller skips).
+ */
+export async function startRedisReplicas(
+  options: Omit<HarnessOptions, 'store'> = {},
+): Promise<ReplicaHarness | null> {
+  const redis = await startTestRedis();
+  if (!redis) return null;
+  const prefix = uniquePrefix('gateway');
+  const stores: Store[] = [];
+  const make = (clock: Clock) => {
+    const store = createStore({ redisUrl: redis.url, prefix, clock, cacheMaxBytes: 64 * 1024 * 1024 });
+    stores.push(store);
+    return store;
+  };
+  const h = await startHarness({ ...options, store: make });
+  const second = await h.addGateway(make(h.gateway.clock));
+  return {
+    h,
+    second,
+    close: async () => {
+      await h.close();
+      for (const store of stores) await store.close().catch(() => {});
+      await deleteKeysUnder(redis.url, [prefix]);
+      await redis.stop();
+    },
+  };
 }

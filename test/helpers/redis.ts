@@ -3,13 +3,15 @@
 // loud notice, unless REQUIRE_REDIS=1 (CI), where a missing Redis fails the run.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
+import { globEscape } from '../../src/store/redis-keys.ts';
 
 export interface TestRedis {
   url: string;
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port nobody listens on right now. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.listen(0, '127.0.0.1', () => {
@@ -31,6 +33,7 @@ async function waitForPing(port: number, child: ChildProcess): Promise<void> {
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
     const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 });
+    client.on('error', () => {}); // refusals are expected while the server starts
     try {
       await client.connect();
       await client.ping();
@@ -75,4 +78,23 @@ export async function startTestRedis(): Promise<TestRedis | null> {
 /** A key prefix unique to one test run, so tests never touch data they did not write. */
 export function uniquePrefix(name: string): string {
   return `cpgw-test:${name}:${process.pid}:${Math.random().toString(36).slice(2, 8)}:`;
+}
+
+/** Deletes every key under the given prefixes (SCAN + UNLINK): only what this test wrote. */
+export async function deleteKeysUnder(url: string, prefixes: Iterable<string>): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const client = new Redis(url, { maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  try {
+    for (const prefix of prefixes) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${globEscape(prefix)}*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) await client.unlink(...keys);
+      } while (cursor !== '0');
+    }
+  } finally {
+    client.disconnect();
+  }
 }

@@ -4,12 +4,13 @@
 // Calendar days and months in the configured zone reset budgets; a failed or abandoned
 // request leaves no reservation behind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/clock.ts';
-import { createStore } from '../../src/store/create-store.ts';
-import type { Store } from '../../src/store/store.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
-import { type GatewayInstance, type Harness, startHarness } from '../helpers/gateway-harness.ts';
-import { startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
+import {
+  type Harness,
+  type ReplicaHarness,
+  startHarness,
+  startRedisReplicas,
+} from '../helpers/gateway-harness.ts';
 
 const CAP = 2 * 9900;
 
@@ -77,34 +78,17 @@ describe('budget caps with the memory store', () => {
 });
 
 describe('budget caps with two gateway replicas on one Redis', () => {
-  let redis: TestRedis | null;
-  let h: Harness;
-  let second: GatewayInstance;
-  const stores: Store[] = [];
+  let replicas: ReplicaHarness | null;
   beforeAll(async () => {
-    redis = await startTestRedis();
-    if (!redis) return;
-    const prefix = uniquePrefix('budget');
-    const make = (clock: Clock) => {
-      const s = createStore({ redisUrl: redis!.url, prefix, clock, cacheMaxBytes: 64 * 1024 * 1024 });
-      stores.push(s);
-      return s;
-    };
-    h = await startHarness({
+    replicas = await startRedisReplicas({
       apps: [{ name: 'capped', budgets: { day: { limitMinor: CAP } } }],
-      store: make,
     });
-    second = await h.addGateway(make(h.gateway.clock));
   });
-  afterAll(async () => {
-    if (!redis) return;
-    await h.close();
-    for (const s of stores) await s.close();
-    await redis.stop();
-  });
+  afterAll(() => replicas?.close());
 
   it('holds the cap exactly across replicas', async (ctx) => {
-    if (!redis) ctx.skip();
+    if (!replicas) ctx.skip();
+    const { h, second } = replicas!;
     expect(second.url).not.toBe(h.gateway.url);
     expectExactlyTwo(await raceTenCompanies(h, [h.gateway.url, second.url], 600));
   });

@@ -2,40 +2,27 @@
 // store: reads split over two gateway instances for a company nobody has read cost one call
 // and one charge; the admin API purges a company from the shared cache.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/clock.ts';
-import { createStore } from '../../src/store/create-store.ts';
-import type { Store } from '../../src/store/store.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
-import { type GatewayInstance, type Harness, startHarness } from '../helpers/gateway-harness.ts';
-import { startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
+import {
+  type GatewayInstance,
+  type Harness,
+  type ReplicaHarness,
+  startRedisReplicas,
+} from '../helpers/gateway-harness.ts';
 
-let redis: TestRedis | null;
+let replicas: ReplicaHarness | null;
 let h: Harness;
 let second: GatewayInstance;
-const stores: Store[] = [];
 
 beforeAll(async () => {
-  redis = await startTestRedis();
-  if (!redis) return;
-  const prefix = uniquePrefix('coalesce');
-  const make = (clock: Clock) => {
-    const s = createStore({ redisUrl: redis!.url, prefix, clock, cacheMaxBytes: 64 * 1024 * 1024 });
-    stores.push(s);
-    return s;
-  };
-  h = await startHarness({ store: make, emulator: {} });
-  second = await h.addGateway(make(h.gateway.clock));
+  replicas = await startRedisReplicas();
+  if (replicas) ({ h, second } = replicas);
 });
-afterAll(async () => {
-  if (!redis) return;
-  await h.close();
-  for (const s of stores) await s.close();
-  await redis.stop();
-});
+afterAll(() => replicas?.close());
 
 describe('two replicas on one Redis', () => {
   it('12 identical reads split over two replicas: one upstream call, one charge', async (ctx) => {
-    if (!redis) ctx.skip();
+    if (!replicas) ctx.skip();
     const [inn] = knownInns(1, 1100);
     await h.emu('/faults', { route: 'company', count: 1, latency_ms: 300 });
     const urls = [h.gateway.url, second.url];
@@ -59,7 +46,7 @@ describe('two replicas on one Redis', () => {
   });
 
   it('the admin API purges a company from the shared cache for every replica', async (ctx) => {
-    if (!redis) ctx.skip();
+    if (!replicas) ctx.skip();
     const [inn] = knownInns(1, 1100);
     const admin = { authorization: `Bearer ${h.adminToken}` };
     const purge = await fetch(`${h.gateway.url}/admin/cache/${inn}`, { method: 'DELETE', headers: admin });

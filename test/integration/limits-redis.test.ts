@@ -8,9 +8,8 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.ts';
 import { RateGovernor } from '../../src/limits/rate-governor.ts';
-import { globEscape } from '../../src/store/redis-keys.ts';
 import { RedisStore } from '../../src/store/redis-store.ts';
-import { startTestRedis, uniquePrefix } from '../helpers/redis.ts';
+import { deleteKeysUnder, startTestRedis, uniquePrefix } from '../helpers/redis.ts';
 
 const redis = await startTestRedis();
 if (!redis) console.warn('\n!!! limits-redis: NO REDIS, the multi-replica limiter tests are SKIPPED !!!\n');
@@ -58,16 +57,7 @@ maybe('rate limits across three replicas on one Redis', () => {
   afterAll(async () => {
     for (const g of opened.governors) await g.close();
     for (const s of opened.stores) await s.close().catch(() => {});
-    const client = new Redis(url, { maxRetriesPerRequest: 1 });
-    for (const prefix of prefixes) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${globEscape(prefix)}*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length > 0) await client.unlink(...keys);
-      } while (cursor !== '0');
-    }
-    client.disconnect();
+    await deleteKeysUnder(url, prefixes);
     await redis?.stop();
   });
 
