@@ -61,6 +61,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
           tokenHash: tokenHash(demoToken),
           scopes: ['read:companies', 'read:checks', 'read:persons'],
           budgets: {},
+          limits: { weight: 1, priority: 0, caps: {} },
         },
       ],
     };

@@ -21,11 +21,14 @@ import { PriceBook } from './cost/price-book.ts';
 import { SpendLedger } from './cost/spend-ledger.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
 import { ApiError, errorEnvelope } from './errors.ts';
+import { type LimitClassConfig, type LimitClassName, RateGovernor } from './limits/index.ts';
+import { limitClassesWith } from './limits/limit-classes.ts';
 import { registerHealthRoutes } from './ops/health-routes.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
 import { ClientGone } from './pipeline/forward.ts';
 import { makeHandler } from './pipeline/index.ts';
 import { type Store, StoreUnavailableError } from './store/store.ts';
+import { GovernedUpstream } from './upstream/governed-upstream.ts';
 import type { UpstreamClient } from './upstream/upstream-client.ts';
 import { UPSTREAM_ROUTES } from './upstream-routes.ts';
 
@@ -137,6 +140,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
   app.addHook('onClose', async () => {
     pipelineDeps.prices.stop();
+    // After in-flight requests: anyone still queued is refused (reason "shutdown").
+    await pipelineDeps.upstream.governor.close();
   });
   registerAdminRoutes(app, pipelineDeps);
   for (const route of UPSTREAM_ROUTES) {
@@ -145,8 +150,38 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   return app;
 }
 
+/** The shared rate budget (docs/rate-limits.md) in front of the upstream client. */
+function governedUpstream(deps: ServerDeps): GovernedUpstream {
+  const { config, store, clock, logger } = deps;
+  const overrides: Partial<Record<LimitClassName, Partial<Omit<LimitClassConfig, 'name'>>>> = {};
+  for (const [name, cls] of Object.entries(config.limits)) {
+    if (cls) overrides[name as LimitClassName] = definedOnly(cls);
+  }
+  const classes = limitClassesWith(overrides);
+  const onError = (err: unknown) =>
+    logger.warn({ err: (err as Error)?.message ?? String(err) }, 'rate limiter fault');
+  const governor = new RateGovernor({
+    store,
+    clock,
+    classes,
+    apps: config.apps.map((a) => ({
+      name: a.name,
+      weight: a.limits.weight,
+      priority: a.limits.priority,
+      caps: a.limits.caps,
+    })),
+    onError,
+  });
+  return new GovernedUpstream({ client: deps.upstream, governor, classes, onError });
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
 function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
-  const { config, store, clock, logger, upstream } = deps;
+  const { config, store, clock, logger } = deps;
+  const upstream = governedUpstream(deps);
   const windows = new WindowTracker({
     store,
     clock,
@@ -172,7 +207,8 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
     }),
     ledger: new SpendLedger(store),
     prices: new PriceBook({
-      upstream,
+      // The gateway's own calls spend the key budget too, under the name "_gateway".
+      upstream: { request: (req) => upstream.request({ ...req, app: '_gateway', route: 'me' }) },
       clock,
       refreshMs: config.cost.pricesRefreshSeconds * 1000,
       timeoutMs: config.upstream.timeoutMs,

@@ -40,6 +40,42 @@ function isTimeZone(tz: string): boolean {
   }
 }
 
+const LIMIT_CLASS_KEYS = ['key', 'search', 'suggest', 'check'] as const;
+
+/** One rate class's overrides (docs/rate-limits.md); unset fields keep the spec defaults. */
+const limitClassSchema = z
+  .object({
+    /** Upstream calls allowed in any interval of windowMs, across all replicas. */
+    limit: z.number().int().min(0).max(1_000_000).optional(),
+    windowMs: z.number().int().min(100).max(3_600_000).optional(),
+    /** Pacing: at most `burst` starts within burst * windowMs / limit; >= limit turns it off. */
+    burst: z.number().int().min(1).max(1_000_000).optional(),
+    /** How long a request may wait in the queue when it sends no X-Max-Wait-Ms. */
+    maxWaitMs: z.number().int().min(0).max(600_000).optional(),
+  })
+  .strict();
+
+const limitsSchema = z
+  .object({
+    key: limitClassSchema.optional(),
+    search: limitClassSchema.optional(),
+    suggest: limitClassSchema.optional(),
+    check: limitClassSchema.optional(),
+  })
+  .strict()
+  .prefault({});
+
+/** An app's place in the shared rate budgets: fair-share weight, strict priority, own caps. */
+const appLimitsSchema = z
+  .object({
+    weight: z.number().min(0.001).max(1000).default(1),
+    priority: z.number().int().min(-100).max(100).default(0),
+    /** At most this many upstream calls of a class per the class's window, across replicas. */
+    caps: z.partialRecord(z.enum(LIMIT_CLASS_KEYS), z.number().int().min(0)).default({}),
+  })
+  .strict()
+  .prefault({});
+
 const appSchema = z
   .object({
     name: z
@@ -51,6 +87,7 @@ const appSchema = z
     tokenHash,
     scopes: z.array(z.enum(SCOPES)).min(1).default(['read:companies', 'read:checks']),
     budgets: budgetsSchema,
+    limits: appLimitsSchema,
   })
   .strict();
 
@@ -115,6 +152,8 @@ export const configSchema = z
     cache: cacheConfigSchema.prefault({}),
     /** Global spend caps (all apps together). */
     budgets: budgetsSchema,
+    /** The shared upstream rate classes (docs/rate-limits.md); defaults from the upstream spec. */
+    limits: limitsSchema,
     admin: z
       .object({ tokenHash: tokenHash.nullable().default(null) })
       .strict()

@@ -2,7 +2,7 @@
 // Prices are never hard-coded: until the first refresh succeeds every price is unknown, and
 // a price the upstream stops listing keeps its last known value for budget estimates only.
 import type { Clock } from '../clock.ts';
-import type { UpstreamClient } from '../upstream/upstream-client.ts';
+import type { UpstreamRequest, UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { PriceKind } from './estimate.ts';
 
 export interface MeBody {
@@ -14,7 +14,8 @@ export interface MeBody {
 }
 
 export interface PriceBookOptions {
-  upstream: UpstreamClient;
+  /** GET /v1/me; the server passes a call that spends the shared key budget like any other. */
+  upstream: { request(req: UpstreamRequest): Promise<UpstreamResponse> };
   clock: Clock;
   refreshMs: number;
   timeoutMs: number;

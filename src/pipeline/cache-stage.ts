@@ -16,7 +16,7 @@ import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { RequestContext } from './context.ts';
 import type { PipelineDeps } from './deps.ts';
 import { assertOwnsCheck, execute } from './execute.ts';
-import { respond } from './respond.ts';
+import { rateLimitHeaders, respond } from './respond.ts';
 
 export async function throughCache(
   ctx: RequestContext,
@@ -49,7 +49,7 @@ export async function throughCache(
   if (found.action === 'not_cached') throw new ApiError('not_cached');
   if (found.action === 'bypass') {
     ctx.cache = 'BYPASS';
-    return respond(ctx, reply, await execute(ctx, deps));
+    return respond(ctx, reply, await execute(ctx, deps), deps);
   }
   let res: UpstreamResponse;
   try {
@@ -71,7 +71,7 @@ export async function throughCache(
     ctx.cache = 'MISS';
   }
   reply.header('age', '0');
-  return respond(ctx, reply, res);
+  return respond(ctx, reply, res, deps);
 }
 
 function staleFor(
@@ -83,19 +83,20 @@ function staleFor(
   return deps.cache.onUpstreamError(entry, directives, ctx.app?.name ?? null);
 }
 
-function serveEntry(
+async function serveEntry(
   ctx: RequestContext,
   reply: FastifyReply,
   deps: PipelineDeps,
   entry: CacheEntry,
   status: 'HIT' | 'STALE',
   request: FastifyRequest,
-): FastifyReply {
+): Promise<FastifyReply> {
   const rendered = deps.cache.render(entry, request.headers['accept-encoding'], status);
   ctx.cache = status;
   ctx.chargedMinor = 0;
   for (const [name, value] of Object.entries(rendered.headers)) reply.header(name, value);
   if (ctx.route.charged) reply.header('x-charged-minor', '0');
   if (ctx.windowExpires) reply.header('x-window-expires', ctx.windowExpires);
+  await rateLimitHeaders(ctx, reply, deps);
   return reply.code(rendered.status).send(rendered.body);
 }

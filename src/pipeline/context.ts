@@ -24,5 +24,9 @@ export interface RequestContext {
   /** ISO time the company's free window ends, when known. */
   windowExpires?: string;
   upstreamMs?: number;
+  /** X-Max-Wait-Ms as sent (validated); undefined means the class default. */
+  maxWaitMs?: number;
+  /** Time spent waiting in the rate queue. */
+  queuedMs?: number;
   upstreamAttempts?: number;
 }

@@ -11,11 +11,12 @@ import type { PriceBook } from '../cost/price-book.ts';
 import type { SpendLedger } from '../cost/spend-ledger.ts';
 import type { WindowTracker } from '../cost/window-tracker.ts';
 import type { Store } from '../store/store.ts';
-import type { UpstreamClient } from '../upstream/upstream-client.ts';
+import type { GovernedUpstream } from '../upstream/governed-upstream.ts';
 
 export interface PipelineDeps {
   config: GatewayConfig;
-  upstream: UpstreamClient;
+  /** The upstream behind the shared rate budget (every call acquires a start first). */
+  upstream: GovernedUpstream;
   store: Store;
   clock: Clock;
   logger: Logger;

@@ -18,7 +18,9 @@ import type { PipelineDeps } from './deps.ts';
 import { forward } from './forward.ts';
 
 export async function execute(ctx: RequestContext, deps: PipelineDeps): Promise<UpstreamResponse> {
-  const deadline = deps.clock.now() + timeoutFor(ctx, deps);
+  // The caller's whole allowance: the wait in the rate queue plus the upstream timeout.
+  const deadline =
+    deps.clock.now() + timeoutFor(ctx, deps) + deps.upstream.maxWaitFor(ctx.route.name, ctx.maxWaitMs);
   if (ctx.route.method !== 'GET') return chargedOrFree(ctx, deps, deadline);
   const key = `${ctx.route.name}:${normalizedTarget(ctx.pathAndQuery)}`;
   const { answer, follower } = await deps.coalescer.run(key, deadline, () =>
@@ -46,7 +48,13 @@ async function chargedOrFree(
   const timeoutMs = timeoutFor(ctx, deps);
   if (ctx.route.name === 'check_poll') await assertOwnsCheck(ctx, deps);
   if (shape.kind === null || shape.inn === null || ctx.app === null) {
-    const res = await forward(ctx, deps.upstream, { deadline, timeoutMs, retry: true, now });
+    const res = await forward(ctx, deps.upstream, {
+      deadline,
+      timeoutMs,
+      retry: true,
+      now,
+      maxWaitMs: ctx.maxWaitMs,
+    });
     if (ctx.route.name === 'check_poll') await afterPoll(ctx, deps, res);
     return res;
   }
@@ -106,6 +114,7 @@ async function chargedOrFree(
         idempotencyKey,
         now,
         survivesClient: true,
+        maxWaitMs: ctx.maxWaitMs,
       });
     } catch (err) {
       await deps.budgets.release(hold);

@@ -5,6 +5,7 @@
 // HTTP answer by the server's error handler.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ResponseCache } from '../cache/index.ts';
+import { ApiError } from '../errors.ts';
 import type { IncomingCall, UpstreamRoute } from '../upstream-routes.ts';
 import { authenticate } from './authenticate.ts';
 import { throughCache } from './cache-stage.ts';
@@ -38,10 +39,29 @@ export function makeHandler(route: UpstreamRoute, deps: PipelineDeps) {
     };
     request.ctx = ctx;
     validate(route, call);
+    ctx.maxWaitMs = maxWaitHeader(request.headers['x-max-wait-ms']);
     if (route.name === 'me') return answerMe(ctx, reply, deps);
     if (ResponseCache.isCacheableRoute(route.name)) return throughCache(ctx, request, reply, deps);
-    return respond(ctx, reply, await execute(ctx, deps));
+    return respond(ctx, reply, await execute(ctx, deps), deps);
   };
+}
+
+/** Longest accepted X-Max-Wait-Ms: beyond it a caller should not hold a connection open. */
+export const MAX_WAIT_LIMIT_MS = 600_000;
+
+/** X-Max-Wait-Ms: milliseconds the caller will wait in the rate queue (0 = start now or refuse). */
+function maxWaitHeader(value: string | string[] | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (raw !== undefined && /^\d{1,9}$/.test(raw.trim()) && Number(raw) <= MAX_WAIT_LIMIT_MS)
+    return Number(raw);
+  throw ApiError.validation([
+    {
+      field: 'X-Max-Wait-Ms',
+      code: 'invalid_value',
+      message: `must be a whole number of milliseconds from 0 to ${MAX_WAIT_LIMIT_MS}`,
+    },
+  ]);
 }
 
 /** Aborts when the connection closes before the answer was fully written. */

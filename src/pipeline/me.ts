@@ -17,7 +17,7 @@ export async function answerMe(
     await deps.prices.refresh();
     me = deps.prices.snapshot().me;
   }
-  if (!me) return respond(ctx, reply, await execute(ctx, deps));
+  if (!me) return respond(ctx, reply, await execute(ctx, deps), deps);
   const app = ctx.app!;
   const budgets = (await deps.budgets.status(app.name)).map((b) => ({
     scope: b.scope,

@@ -78,6 +78,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   });
   const adminToken = newToken();
   const config = configSchema.parse({
+    // Pacing off (burst = limit): tests send bursts and should not wait for the spread-out
+    // starts that production defaults use; the window limits themselves stay the spec's.
+    limits: {
+      key: { burst: 60 },
+      search: { burst: 20 },
+      suggest: { burst: 120 },
+      check: { burst: 2 },
+    },
     ...options.config,
     upstream: { url: emulator.url, ...(options.config?.upstream as object) },
     admin: { tokenHash: tokenHash(adminToken) },

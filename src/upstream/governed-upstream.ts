@@ -1,0 +1,110 @@
+// Every upstream call that spends a rate slot goes through here: it waits for a start from the
+// RateGovernor (src/limits/), makes the call, tells the governor what the upstream answered
+// (X-RateLimit-*, a 429's Retry-After) and gives the slot back when no byte left the gateway.
+// One place for acquire → call → observe → release, used by the request pipeline and by the
+// price book's GET /v1/me refresh alike, so no upstream call bypasses the shared budget.
+//
+// It never retries and never decides whether a call may start (the governor does); a refusal
+// comes back as a QueueRefusal error for the caller to turn into 429 rate_limited.
+import type { Denial, LimitClassConfig, LimitClassName, RateGovernor } from '../limits/index.ts';
+import { routeClasses } from '../limits/index.ts';
+import type { RouteName } from '../upstream-routes.ts';
+import {
+  type UpstreamClient,
+  UpstreamFailure,
+  type UpstreamRequest,
+  type UpstreamResponse,
+} from './upstream-client.ts';
+
+/** The governor refused to start the call (deadline, app cap, pause, client gone, shutdown). */
+export class QueueRefusal extends Error {
+  constructor(readonly denial: Denial) {
+    super(`rate limit ${denial.limit}: ${denial.reason}, retry in ${denial.retryAfterMs} ms`);
+    this.name = 'QueueRefusal';
+  }
+}
+
+export interface GovernedRequest extends UpstreamRequest {
+  /** Whose budget share the call spends (an app name, or "_gateway" for the gateway's own calls). */
+  app: string;
+  route: RouteName;
+  /** Longest wait in the queue; the class default when undefined. */
+  maxWaitMs?: number;
+  /** Leaves the queue when aborted (the client went away), even when `signal` is not passed on. */
+  queueSignal?: AbortSignal;
+  /** Called once the governor lets the call start (before it is sent). */
+  onStart?: () => void;
+}
+
+export interface GovernedResponse extends UpstreamResponse {
+  /** Time spent waiting in the rate queue before the call started. */
+  queuedMs: number;
+}
+
+/** Errors that prove the request never reached the upstream, so its slot can be given back. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+
+export interface GovernedUpstreamOptions {
+  client: UpstreamClient;
+  governor: RateGovernor;
+  /** The classes the governor was built with (for each route's default queue wait). */
+  classes: Record<LimitClassName, LimitClassConfig>;
+  /** A fault while following an answer (the answer itself is still returned). */
+  onError?: (error: unknown) => void;
+}
+
+export class GovernedUpstream {
+  readonly client: UpstreamClient;
+  readonly governor: RateGovernor;
+
+  constructor(private readonly options: GovernedUpstreamOptions) {
+    this.client = options.client;
+    this.governor = options.governor;
+  }
+
+  /** How long a call of this route may wait in the queue: `requested`, else its class default. */
+  maxWaitFor(route: RouteName, requested?: number): number {
+    if (requested !== undefined) return requested;
+    const primary = routeClasses(route)[0];
+    return primary ? this.options.classes[primary].maxWaitMs : 0;
+  }
+
+  async request(req: GovernedRequest): Promise<GovernedResponse> {
+    const permit = await this.governor.acquire({
+      app: req.app,
+      route: req.route,
+      maxWaitMs: req.maxWaitMs,
+      signal: req.queueSignal ?? req.signal,
+    });
+    if (!permit.ok) throw new QueueRefusal(permit);
+    req.onStart?.();
+    let res: UpstreamResponse;
+    try {
+      res = await this.client.request(req);
+    } catch (err) {
+      await permit.release(!neverSent(err)).catch((error: unknown) => this.options.onError?.(error));
+      throw err;
+    }
+    const code = res.status === 429 ? errorCodeOf(res.body) : undefined;
+    await this.governor
+      .observe(req.route, res.status, res.headers, code)
+      .catch((error: unknown) => this.options.onError?.(error));
+    await permit.release(true).catch((error: unknown) => this.options.onError?.(error));
+    return { ...res, queuedMs: permit.waitedMs };
+  }
+}
+
+function neverSent(err: unknown): boolean {
+  if (!(err instanceof UpstreamFailure) || err.kind !== 'connection') return false;
+  const code = (err.cause as { code?: string } | undefined)?.code;
+  return code !== undefined && NEVER_SENT.has(code);
+}
+
+function errorCodeOf(body: Buffer): string | undefined {
+  try {
+    const code = (JSON.parse(body.toString('utf8')) as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
