@@ -1,6 +1,7 @@
 // The admin API under /admin/, behind the admin token (config admin.tokenHash; absent =
 // the whole API answers 404): spend ledger export (JSON or CSV, by period and app), budgets
-// of every app, open windows, cache purge by INN and cache statistics. Read-only here; refusals use the upstream's envelope.
+// of every app, open windows, cache purge by INN and cache statistics, the shared rate
+// budgets' state and queues. Read-only except the purge; refusals use the upstream's envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bearerToken, matchToken } from '../auth/tokens.ts';
 import { ledgerCsv } from '../cost/spend-ledger.ts';
@@ -93,6 +94,21 @@ export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): v
 
   app.get('/admin/apps', async (request) => {
     requireAdmin(request, deps);
-    return { apps: deps.config.apps.map((a) => ({ name: a.name, scopes: a.scopes, budgets: a.budgets })) };
+    return {
+      apps: deps.config.apps.map((a) => ({
+        name: a.name,
+        scopes: a.scopes,
+        budgets: a.budgets,
+        limits: a.limits,
+      })),
+    };
+  });
+
+  // Every rate class (limit, used in the last window, pause, queued per app, apps waiting on
+  // any replica), the upstream's own minute cap when it reported one, and per-app waits.
+  app.get('/admin/limits', async (request) => {
+    requireAdmin(request, deps);
+    const state = await deps.upstream.governor.state();
+    return { ...state, at: new Date(state.at).toISOString() };
   });
 }

@@ -20,6 +20,11 @@ export interface AppSpec {
   name: string;
   scopes?: Scope[];
   budgets?: { day?: { limitMinor: number }; month?: { limitMinor: number } };
+  limits?: {
+    weight?: number;
+    priority?: number;
+    caps?: Partial<Record<'key' | 'search' | 'suggest' | 'check', number>>;
+  };
 }
 
 export interface GatewayInstance {
@@ -74,6 +79,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       tokenHash: tokenHash(tokens[spec.name]!),
       scopes: spec.scopes ?? ['read:companies', 'read:checks', 'read:persons'],
       budgets: spec.budgets ?? {},
+      limits: spec.limits ?? {},
     };
   });
   const adminToken = newToken();
