@@ -4,7 +4,8 @@
 // app's cap and share, the minute cap), how a class looks for an estimate, and what an app has
 // left (headroom).
 //
-// No waiting and no granting here (rate-governor.ts does that through the Store's atomic take).
+// No waiting and no granting here (rate-governor.ts does that through the Store's atomic take),
+// and no reading of upstream answers: upstream-follower.ts sets the key limit and the minute cap.
 // Must never call Date.now(): every time comes from the injected clock.
 import type { Clock } from '../clock.ts';
 import type { LimitClassSpec, LimitClassState, Store } from '../store/store.ts';
@@ -129,6 +130,21 @@ export class ClassBook {
       out[name] = { limit, remaining, resetAtMs, nextSlotAtMs };
     }
     return out;
+  }
+
+  /** The tightest of these classes for the app (fewest remaining; the first on a tie); null for none. */
+  async headroomFor(
+    app: string,
+    classes: LimitClassName[],
+  ): Promise<(Headroom & { limitClass: LimitClassName }) | null> {
+    if (classes.length === 0) return null;
+    const all = await this.headroom(app);
+    let best: (Headroom & { limitClass: LimitClassName }) | null = null;
+    for (const name of classes) {
+      const h = all[name];
+      if (!best || h.remaining < best.remaining) best = { ...h, limitClass: name };
+    }
+    return best;
   }
 
   /** Records one of this replica's slots; forgets those that have left their window. */

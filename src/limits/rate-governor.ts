@@ -1,8 +1,8 @@
 // The rate governor: decides when a gateway request may call the upstream so that, across all
 // replicas, no class ever sees more than its limit of calls in any window (the Store's sliding
 // log, taken atomically for every class a call needs), waiting requests are served fairly
-// between apps (fair-queue.ts), a request that cannot start before its deadline is refused at
-// once, and the limits follow what the upstream reports (upstream-signals.ts).
+// between apps (fair-queue.ts), and a request that cannot start before its deadline is refused at
+// once. The limits follow what the upstream reports: upstream-follower.ts does that (observe).
 //
 // A refusal is a value (Denial); exceptions are faults only (StoreUnavailableError from the
 // Store reaches the caller unchanged). Must never: grant a call without the Store's atomic take,
@@ -12,30 +12,22 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { LimitClassSpec, LimitClassState, Store, TakeResult } from '../store/store.ts';
 import type { RouteName } from '../upstream-routes.ts';
-import {
-  type AppLimits,
-  baseClassOf,
-  ClassBook,
-  type Headroom,
-  isAppClass,
-  type MinuteCap,
-} from './class-book.ts';
+import { type AppLimits, baseClassOf, ClassBook, type Headroom, isAppClass } from './class-book.ts';
 import { FairQueue } from './fair-queue.ts';
 import { FairShare } from './fair-share.ts';
+import { type GovernorState, readGovernorState } from './governor-state.ts';
 import {
-  LIMIT_CLASS_NAMES,
   type LimitClassConfig,
   type LimitClassName,
   limitClassesWith,
-  pausedClassOf,
   routeClasses,
-  upstreamMinuteClassName,
 } from './limit-classes.ts';
 import { type ClassView, startEstimateMs } from './slot-estimate.ts';
-import { readUpstreamSignals } from './upstream-signals.ts';
-import { type AppWaitStats, type DenialReason, WaitStats } from './wait-stats.ts';
+import { UpstreamFollower } from './upstream-follower.ts';
+import { type DenialReason, WaitStats } from './wait-stats.ts';
 
 export type { AppLimits, Headroom } from './class-book.ts';
+export type { GovernorState } from './governor-state.ts';
 export type { DenialReason } from './wait-stats.ts';
 
 export interface RateGovernorOptions {
@@ -92,29 +84,6 @@ export interface Denial {
   reason: DenialReason;
 }
 
-export interface GovernorState {
-  at: number;
-  classes: {
-    name: LimitClassName;
-    limit: number;
-    configuredLimit: number;
-    windowMs: number;
-    used: number;
-    pausedForMs: number;
-    queued: Record<string, number>;
-    /** Apps waiting for this class on any replica (as last read). */
-    waitingApps: string[];
-  }[];
-  upstreamMinuteCap: { resetAtMs: number; limit: number; used: number } | null;
-  apps: (AppWaitStats & {
-    name: string;
-    weight: number;
-    priority: number;
-    caps: Partial<Record<LimitClassName, number>>;
-    waiting: number;
-  })[];
-}
-
 interface Waiter {
   readonly app: string;
   readonly id: string;
@@ -144,8 +113,6 @@ interface Line {
   wake: AbortController;
 }
 
-const CHANNEL = 'limits:upstream';
-
 const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
     if (signal.aborted) return resolve();
@@ -166,7 +133,6 @@ export class RateGovernor {
   private readonly random: () => number;
   private readonly jitterMs: number;
   private readonly pollMs: number;
-  private readonly signalOptions: { fallbackPauseMs: number; maxPauseMs: number; maxResetAheadMs: number };
   private readonly resetMarginMs: number;
   private readonly fairRefreshMs: number;
   private readonly onError: (error: unknown) => void;
@@ -174,10 +140,10 @@ export class RateGovernor {
   private readonly lines = new Map<string, Line>();
   private readonly stats = new WaitStats();
   private readonly fair: FairShare;
+  private readonly follower: UpstreamFollower;
   private keyInFlight = 0;
   private seq = 0;
   private closed = false;
-  private readonly unsubscribe: Promise<(() => Promise<void>) | null>;
 
   constructor(options: RateGovernorOptions) {
     this.store = options.store;
@@ -194,11 +160,6 @@ export class RateGovernor {
     this.pollMs = options.pollMs ?? 1000;
     this.resetMarginMs = options.resetMarginMs ?? 1000;
     this.fairRefreshMs = options.fairRefreshMs ?? 100;
-    this.signalOptions = {
-      fallbackPauseMs: options.fallbackPauseMs ?? 1000,
-      maxPauseMs: options.maxPauseMs ?? 600_000,
-      maxResetAheadMs: classes.key.windowMs,
-    };
     this.onError = options.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
     const weights = new Map((options.apps ?? []).map((a) => [a.name, a.weight ?? 1]));
     this.fair = new FairShare({
@@ -219,12 +180,18 @@ export class RateGovernor {
       this.fair,
       this.resetMarginMs,
     );
-    this.unsubscribe = this.store
-      .subscribe(CHANNEL, (message) => this.onBroadcast(message))
-      .catch((error: unknown) => {
-        this.onError(error);
-        return null;
-      });
+    this.follower = new UpstreamFollower({
+      store: this.store,
+      clock: this.clock,
+      book: this.book,
+      instance: this.instance,
+      resetMarginMs: this.resetMarginMs,
+      fallbackPauseMs: options.fallbackPauseMs ?? 1000,
+      maxPauseMs: options.maxPauseMs ?? 600_000,
+      keyCallsInFlight: () => this.keyInFlight,
+      onChange: () => this.wakeAll(),
+      onError: this.onError,
+    });
   }
 
   /** Waits for a start within the deadline, or says at once why it cannot have one. */
@@ -312,39 +279,7 @@ export class RateGovernor {
     headers: Record<string, string | undefined>,
     errorCode?: string,
   ): Promise<void> {
-    const now = this.clock.now();
-    const signals = readUpstreamSignals(status, headers, now, this.signalOptions, errorCode);
-    let broadcast: { keyLimit?: number; minuteCap?: MinuteCap } | null = null;
-    if (signals.keyLimit !== undefined && signals.keyLimit !== this.book.keyLimit) {
-      this.book.keyLimit = signals.keyLimit;
-      broadcast = { keyLimit: signals.keyLimit };
-    }
-    if (signals.keyRemaining) {
-      const { remaining, resetAtMs } = signals.keyRemaining;
-      if (remaining === 0) {
-        await this.store.pauseClass('key', resetAtMs - now + this.resetMarginMs);
-      } else {
-        const name = upstreamMinuteClassName(resetAtMs);
-        const [state] = await this.store.limiterState([
-          { name, limit: 0, windowMs: this.book.minuteCapWindowMs() },
-        ]);
-        // Calls still in flight are not in the upstream's count yet: they will spend `remaining`.
-        const othersInFlight = Math.max(0, this.keyInFlight - (routeClasses(route).includes('key') ? 1 : 0));
-        const cap = { resetAtMs, limit: Math.max(0, (state?.used ?? 0) - othersInFlight + remaining) };
-        if (this.book.mergeMinuteCap(cap))
-          broadcast = { ...broadcast, minuteCap: this.book.minuteCap ?? cap };
-      }
-    }
-    if (signals.pauseMs !== undefined) {
-      const paused = pausedClassOf(route);
-      if (paused) await this.store.pauseClass(paused, signals.pauseMs);
-    }
-    if (broadcast) {
-      await this.store
-        .publish(CHANNEL, JSON.stringify({ from: this.instance, ...broadcast }))
-        .catch((error: unknown) => this.onError(error));
-    }
-    this.wakeAll();
+    await this.follower.observe(route, status, headers, errorCode);
   }
 
   /** What the app may still use now, per class (for X-RateLimit-* on the gateway's answers). */
@@ -357,60 +292,13 @@ export class RateGovernor {
     app: string,
     route: RouteName,
   ): Promise<(Headroom & { limitClass: LimitClassName }) | null> {
-    const classes = routeClasses(route);
-    if (classes.length === 0) return null;
-    const all = await this.headroom(app);
-    let best: (Headroom & { limitClass: LimitClassName }) | null = null;
-    for (const name of classes) {
-      const h = all[name];
-      if (!best || h.remaining < best.remaining) best = { ...h, limitClass: name };
-    }
-    return best;
+    return this.book.headroomFor(app, routeClasses(route));
   }
 
   /** Every class's state and queues, and every app's waits (GET /admin/limits). */
-  async state(): Promise<GovernorState> {
-    const now = this.clock.now();
-    const specs = LIMIT_CLASS_NAMES.map((name) => this.book.spec(name));
-    const cap = this.book.activeMinuteCap(now);
-    if (cap) specs.push(this.book.minuteCapSpec(cap));
-    const states = await this.store.limiterState(specs);
-    await this.fair.refresh([...LIMIT_CLASS_NAMES]);
-    const queued = new Map<LimitClassName, Record<string, number>>();
-    const waiting = new Map<string, number>();
-    for (const line of this.lines.values()) {
-      for (const [app, n] of Object.entries(line.fq.depthByApp())) {
-        waiting.set(app, (waiting.get(app) ?? 0) + n);
-        for (const c of line.classes) {
-          const q = queued.get(c) ?? {};
-          q[app] = (q[app] ?? 0) + n;
-          queued.set(c, q);
-        }
-      }
-    }
-    const names = new Set([...this.book.appNames(), ...this.stats.names(), ...waiting.keys()]);
-    return {
-      at: now,
-      classes: LIMIT_CLASS_NAMES.map((name, i) => ({
-        name,
-        limit: specs[i]?.limit ?? 0,
-        configuredLimit: this.book.classes[name].limit,
-        windowMs: this.book.classes[name].windowMs,
-        used: states[i]?.used ?? 0,
-        pausedForMs: states[i]?.pausedForMs ?? 0,
-        queued: queued.get(name) ?? {},
-        waitingApps: this.fair.waitingApps(name),
-      })),
-      upstreamMinuteCap: cap ? { ...cap, used: states[LIMIT_CLASS_NAMES.length]?.used ?? 0 } : null,
-      apps: [...names].sort().map((name) => ({
-        name,
-        weight: this.book.weightOf(name),
-        priority: this.book.priorityOf(name),
-        caps: this.book.caps(name),
-        waiting: waiting.get(name) ?? 0,
-        ...this.stats.snapshot(name),
-      })),
-    };
+  state(): Promise<GovernorState> {
+    const { store, book, fair, stats } = this;
+    return readGovernorState({ now: this.clock.now(), store, book, fair, stats, lines: this.lines.values() });
   }
 
   /** Refuses everyone still waiting and stops. Slots of calls in flight stay until their window passes. */
@@ -423,8 +311,7 @@ export class RateGovernor {
       line.wake.abort();
     }
     await this.fair.clearAll().catch((error: unknown) => this.onError(error));
-    const unsubscribe = await this.unsubscribe;
-    if (unsubscribe) await unsubscribe().catch((error: unknown) => this.onError(error));
+    await this.follower.close();
   }
 
   // --- the waiting line ---
@@ -635,22 +522,6 @@ export class RateGovernor {
 
   private noteRefusal(line: Line, refusal: { name: string; retryAfterMs: number }): void {
     line.nextFreeAt.set(refusal.name, this.clock.now() + refusal.retryAfterMs);
-  }
-
-  // --- the upstream's minute (X-RateLimit-Remaining) ---
-
-  private onBroadcast(message: string): void {
-    try {
-      const m = JSON.parse(message) as { from?: string; keyLimit?: number; minuteCap?: MinuteCap };
-      if (m.from === this.instance) return;
-      if (typeof m.keyLimit === 'number' && Number.isSafeInteger(m.keyLimit) && m.keyLimit > 0)
-        this.book.keyLimit = m.keyLimit;
-      if (m.minuteCap && Number.isFinite(m.minuteCap.resetAtMs) && Number.isSafeInteger(m.minuteCap.limit))
-        this.book.mergeMinuteCap({ resetAtMs: m.minuteCap.resetAtMs, limit: Math.max(0, m.minuteCap.limit) });
-      this.wakeAll();
-    } catch (error) {
-      this.onError(error);
-    }
   }
 
   // --- small helpers ---

@@ -1,0 +1,172 @@
+// Follows what the upstream says about its limits, on every replica. From each upstream answer
+// (upstream-signals.ts reads the headers) it sets the key limit (X-RateLimit-Limit), caps the key
+// calls left in the upstream's current minute (X-RateLimit-Remaining with X-RateLimit-Reset: the
+// store class key~<reset>), and starts shared pauses in the Store (Remaining 0; a 429 with
+// Retry-After). A changed limit or cap goes to the other replicas over the Store's pub/sub, and
+// what they send is checked and applied here.
+//
+// The limits themselves live in class-book.ts; after start-up this module is the only thing that
+// changes them. Must never take or grant a slot (rate-governor.ts does that through the Store's
+// atomic take), call Date.now() (the injected clock only), apply its own broadcast twice or let
+// a malformed broadcast set a limit.
+import type { Clock } from '../clock.ts';
+import type { Store } from '../store/store.ts';
+import type { RouteName } from '../upstream-routes.ts';
+import type { ClassBook, MinuteCap } from './class-book.ts';
+import { pausedClassOf, routeClasses, upstreamMinuteClassName } from './limit-classes.ts';
+import { readUpstreamSignals, type SignalOptions } from './upstream-signals.ts';
+
+/** The pub/sub channel every replica's follower listens on. */
+export const LIMITS_CHANNEL = 'limits:upstream';
+
+/** A change of the followed limits, as one replica tells the others. */
+export interface LimitsChange {
+  keyLimit?: number;
+  minuteCap?: MinuteCap;
+}
+
+/** What the follower reads and changes in the class book. */
+export type FollowedLimits = Pick<
+  ClassBook,
+  'keyLimit' | 'minuteCap' | 'mergeMinuteCap' | 'minuteCapWindowMs' | 'classes'
+>;
+
+export interface UpstreamFollowerOptions {
+  store: Store;
+  clock: Clock;
+  book: FollowedLimits;
+  /** This replica's id: its own broadcasts come back to it and are skipped. */
+  instance: string;
+  /** Kept after X-RateLimit-Reset in case the upstream's clock runs behind ours. */
+  resetMarginMs: number;
+  /** Pause after a 429 rate_limited without a usable Retry-After. */
+  fallbackPauseMs: number;
+  /** Longest pause an upstream header may impose. */
+  maxPauseMs: number;
+  /** This replica's calls that spend `key`: granted, not yet released. */
+  keyCallsInFlight(): number;
+  /** Something changed (here or on another replica): waiting lines should look again. */
+  onChange(): void;
+  /** A lost broadcast, a bad message, a failed unsubscribe. */
+  onError(error: unknown): void;
+}
+
+/**
+ * The limit of the log key~<reset>: the calls already in it, less this replica's other key calls
+ * still in flight (the upstream has not counted them yet, so they will spend `remaining` too),
+ * plus what the upstream says is left. The call being observed is not "other" when its route
+ * spends `key`: the upstream has counted it.
+ */
+export function minuteCapLimit(a: {
+  route: RouteName;
+  logged: number;
+  remaining: number;
+  keyCallsInFlight: number;
+}): number {
+  const othersInFlight = Math.max(0, a.keyCallsInFlight - (routeClasses(a.route).includes('key') ? 1 : 0));
+  return Math.max(0, a.logged - othersInFlight + a.remaining);
+}
+
+export function encodeLimitsChange(from: string, change: LimitsChange): string {
+  return JSON.stringify({ from, ...change });
+}
+
+/**
+ * Another replica's change, keeping only what is valid: a key limit that is a positive integer,
+ * a minute cap with a finite reset and an integer limit (a negative one counts as 0). null for
+ * this replica's own message; throws on a message that is not a JSON object.
+ */
+export function decodeLimitsChange(message: string, self: string): LimitsChange | null {
+  const m: unknown = JSON.parse(message);
+  if (typeof m !== 'object' || m === null) throw new TypeError(`${LIMITS_CHANNEL}: not an object`);
+  // Shapes claimed, not trusted: every field is checked before it is kept.
+  const { from, keyLimit, minuteCap: cap } = m as { from?: string; keyLimit?: number; minuteCap?: MinuteCap };
+  if (from === self) return null;
+  const out: LimitsChange = {};
+  if (typeof keyLimit === 'number' && Number.isSafeInteger(keyLimit) && keyLimit > 0) out.keyLimit = keyLimit;
+  if (cap && Number.isFinite(cap.resetAtMs) && Number.isSafeInteger(cap.limit))
+    out.minuteCap = { resetAtMs: cap.resetAtMs, limit: Math.max(0, cap.limit) };
+  return out;
+}
+
+export class UpstreamFollower {
+  private readonly signalOptions: SignalOptions;
+  private readonly unsubscribe: Promise<(() => Promise<void>) | null>;
+
+  constructor(private readonly o: UpstreamFollowerOptions) {
+    this.signalOptions = {
+      fallbackPauseMs: o.fallbackPauseMs,
+      maxPauseMs: o.maxPauseMs,
+      maxResetAheadMs: o.book.classes.key.windowMs,
+    };
+    this.unsubscribe = o.store
+      .subscribe(LIMITS_CHANNEL, (message) => this.onBroadcast(message))
+      .catch((error: unknown) => {
+        o.onError(error);
+        return null;
+      });
+  }
+
+  /** Applies one upstream answer here, shares what changed, and wakes the lines. */
+  async observe(
+    route: RouteName,
+    status: number,
+    headers: Record<string, string | undefined>,
+    errorCode?: string,
+  ): Promise<void> {
+    const { store, book } = this.o;
+    const now = this.o.clock.now();
+    const signals = readUpstreamSignals(status, headers, now, this.signalOptions, errorCode);
+    let change: LimitsChange | null = null;
+    if (signals.keyLimit !== undefined && signals.keyLimit !== book.keyLimit) {
+      book.keyLimit = signals.keyLimit;
+      change = { keyLimit: signals.keyLimit };
+    }
+    if (signals.keyRemaining) {
+      const { remaining, resetAtMs } = signals.keyRemaining;
+      if (remaining === 0) {
+        await store.pauseClass('key', resetAtMs - now + this.o.resetMarginMs);
+      } else {
+        const [state] = await store.limiterState([
+          { name: upstreamMinuteClassName(resetAtMs), limit: 0, windowMs: book.minuteCapWindowMs() },
+        ]);
+        const limit = minuteCapLimit({
+          route,
+          logged: state?.used ?? 0,
+          remaining,
+          keyCallsInFlight: this.o.keyCallsInFlight(),
+        });
+        const cap = { resetAtMs, limit };
+        if (book.mergeMinuteCap(cap)) change = { ...change, minuteCap: book.minuteCap ?? cap };
+      }
+    }
+    if (signals.pauseMs !== undefined) {
+      const paused = pausedClassOf(route);
+      if (paused) await store.pauseClass(paused, signals.pauseMs);
+    }
+    if (change) {
+      await store
+        .publish(LIMITS_CHANNEL, encodeLimitsChange(this.o.instance, change))
+        .catch((error: unknown) => this.o.onError(error));
+    }
+    this.o.onChange();
+  }
+
+  /** Stops listening to the other replicas. */
+  async close(): Promise<void> {
+    const unsubscribe = await this.unsubscribe;
+    if (unsubscribe) await unsubscribe().catch((error: unknown) => this.o.onError(error));
+  }
+
+  private onBroadcast(message: string): void {
+    try {
+      const change = decodeLimitsChange(message, this.o.instance);
+      if (!change) return;
+      if (change.keyLimit !== undefined) this.o.book.keyLimit = change.keyLimit;
+      if (change.minuteCap) this.o.book.mergeMinuteCap(change.minuteCap);
+      this.o.onChange();
+    } catch (error) {
+      this.o.onError(error);
+    }
+  }
+}

@@ -1,0 +1,212 @@
+// Following the upstream on its own: the minute cap's arithmetic (calls still in flight are not in
+// the upstream's Remaining yet), which broadcasts from other replicas are believed, and two
+// followers on one memory store standing in for two replicas (limit and cap shared, the lowest
+// cap of a minute kept, pauses shared through the Store, faults reported and survived).
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.ts';
+import { ClassBook } from '../../src/limits/class-book.ts';
+import { FairShare } from '../../src/limits/fair-share.ts';
+import { limitClassesWith } from '../../src/limits/limit-classes.ts';
+import {
+  decodeLimitsChange,
+  encodeLimitsChange,
+  LIMITS_CHANNEL,
+  minuteCapLimit,
+  UpstreamFollower,
+} from '../../src/limits/upstream-follower.ts';
+import { MemoryStore } from '../../src/store/memory-store.ts';
+import type { Store } from '../../src/store/store.ts';
+
+/** The memory store delivers published messages on a later turn of the event loop. */
+const flush = async (times = 3) => {
+  for (let i = 0; i < times; i++) await new Promise((r) => setImmediate(r));
+};
+
+describe('minuteCapLimit', () => {
+  it("subtracts this replica's OTHER key calls in flight: the observed one is counted upstream", () => {
+    expect(minuteCapLimit({ route: 'company', logged: 5, remaining: 4, keyCallsInFlight: 3 })).toBe(7);
+    expect(minuteCapLimit({ route: 'search', logged: 5, remaining: 4, keyCallsInFlight: 3 })).toBe(7);
+    expect(minuteCapLimit({ route: 'company', logged: 5, remaining: 4, keyCallsInFlight: 0 })).toBe(9);
+  });
+
+  it('counts every key call in flight as other when the route does not spend key (suggest)', () => {
+    expect(minuteCapLimit({ route: 'suggest', logged: 5, remaining: 4, keyCallsInFlight: 3 })).toBe(6);
+  });
+
+  it('is never negative', () => {
+    expect(minuteCapLimit({ route: 'company', logged: 0, remaining: 1, keyCallsInFlight: 5 })).toBe(0);
+  });
+});
+
+describe('broadcasts between replicas', () => {
+  const reset = Date.UTC(2026, 0, 15, 9, 1, 0);
+
+  it("round-trips a change; a replica's own message is skipped", () => {
+    const message = encodeLimitsChange('a', { keyLimit: 30, minuteCap: { resetAtMs: reset, limit: 4 } });
+    expect(decodeLimitsChange(message, 'b')).toEqual({
+      keyLimit: 30,
+      minuteCap: { resetAtMs: reset, limit: 4 },
+    });
+    expect(decodeLimitsChange(message, 'a')).toBeNull();
+  });
+
+  it('keeps only a positive integer key limit', () => {
+    for (const keyLimit of [0, -3, 2.5, '7', null])
+      expect(decodeLimitsChange(JSON.stringify({ from: 'a', keyLimit }), 'b')).toEqual({});
+  });
+
+  it('keeps a minute cap only with a finite reset and an integer limit; a negative limit is 0', () => {
+    const decode = (minuteCap: unknown) => decodeLimitsChange(JSON.stringify({ from: 'a', minuteCap }), 'b');
+    expect(decode({ resetAtMs: reset, limit: -2 })).toEqual({ minuteCap: { resetAtMs: reset, limit: 0 } });
+    expect(decode({ resetAtMs: reset, limit: 1.5 })).toEqual({});
+    expect(decode({ resetAtMs: 'soon', limit: 3 })).toEqual({});
+    expect(decode({ limit: 3 })).toEqual({});
+    expect(decode(null)).toEqual({});
+  });
+
+  it('throws on a message that is not a JSON object (the follower reports it)', () => {
+    expect(() => decodeLimitsChange('{', 'b')).toThrow(SyntaxError);
+    expect(() => decodeLimitsChange('null', 'b')).toThrow(TypeError);
+    expect(() => decodeLimitsChange('5', 'b')).toThrow(TypeError);
+  });
+});
+
+describe('UpstreamFollower: two replicas on one store', () => {
+  let followers: UpstreamFollower[] = [];
+  afterEach(async () => {
+    for (const f of followers) await f.close();
+    followers = [];
+  });
+
+  function replica(store: Store, clock: ManualClock, instance: string, inFlight = 0) {
+    const classes = limitClassesWith();
+    const errors: unknown[] = [];
+    const fair = new FairShare({
+      store,
+      now: () => clock.now(),
+      instance,
+      refreshMs: 100,
+      windowOf: (c) => classes[c].windowMs,
+      weightOf: () => 1,
+      knownApps: () => [],
+      onError: (e) => errors.push(e),
+    });
+    const book = new ClassBook(store, clock, classes, [], fair, 1000);
+    const seen = { changes: 0, errors, inFlight };
+    const follower = new UpstreamFollower({
+      store,
+      clock,
+      book,
+      instance,
+      resetMarginMs: 1000,
+      fallbackPauseMs: 1000,
+      maxPauseMs: 600_000,
+      keyCallsInFlight: () => seen.inFlight,
+      onChange: () => seen.changes++,
+      onError: (e) => errors.push(e),
+    });
+    followers.push(follower);
+    return { book, follower, seen };
+  }
+
+  function setup() {
+    const clock = new ManualClock();
+    const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+    return { clock, store, a: replica(store, clock, 'a'), b: replica(store, clock, 'b') };
+  }
+
+  it('X-RateLimit-Limit: set here, sent once, applied there; the same limit again sends nothing', async () => {
+    const { a, b } = setup();
+    await flush();
+    await a.follower.observe('company', 200, { 'X-RateLimit-Limit': '7' });
+    await flush();
+    expect(a.book.keyLimit).toBe(7);
+    expect(b.book.keyLimit).toBe(7);
+    // a: its own observe only (its broadcast comes back and is skipped); b: the broadcast.
+    expect([a.seen.changes, b.seen.changes]).toEqual([1, 1]);
+    await a.follower.observe('company', 200, { 'X-RateLimit-Limit': '7' });
+    await flush();
+    expect([a.seen.changes, b.seen.changes]).toEqual([2, 1]);
+  });
+
+  it('X-RateLimit-Remaining: the cap counts key calls in flight, is shared, and only ever lowers', async () => {
+    const { clock, a, b } = setup();
+    await flush();
+    a.seen.inFlight = 3; // the observed call and two others
+    const resetSec = Math.floor(clock.now() / 1000) + 30;
+    const answer = (remaining: number) => ({
+      'X-RateLimit-Remaining': String(remaining),
+      'X-RateLimit-Reset': String(resetSec),
+    });
+    await a.follower.observe('company', 200, answer(4));
+    await flush();
+    expect(a.book.minuteCap).toEqual({ resetAtMs: resetSec * 1000, limit: 2 });
+    expect(b.book.minuteCap).toEqual({ resetAtMs: resetSec * 1000, limit: 2 });
+
+    await a.follower.observe('company', 200, answer(9));
+    await flush();
+    expect(a.book.minuteCap?.limit).toBe(2);
+    expect(b.seen.changes).toBe(1);
+
+    await b.follower.observe('company', 200, answer(1));
+    await flush();
+    expect(a.book.minuteCap?.limit).toBe(1);
+    expect(b.book.minuteCap?.limit).toBe(1);
+  });
+
+  it('X-RateLimit-Remaining: 0 pauses key in the Store until the reset plus the margin', async () => {
+    const { clock, store, a } = setup();
+    const resetSec = Math.floor(clock.now() / 1000) + 20;
+    await a.follower.observe('me', 200, {
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(resetSec),
+    });
+    const [key] = await store.limiterState([{ name: 'key', limit: 60, windowMs: 60_000 }]);
+    expect(key?.pausedForMs).toBe(resetSec * 1000 + 1000 - clock.now());
+    expect(a.book.minuteCap).toBeNull();
+  });
+
+  it("a 429 pauses the route's own class for Retry-After seconds; quota_exceeded pauses nothing", async () => {
+    const { store, a } = setup();
+    const state = async () =>
+      Object.fromEntries(
+        (
+          await store.limiterState(
+            ['search', 'key', 'person'].map((name) => ({ name, limit: 60, windowMs: 60_000 })),
+          )
+        ).map((s) => [s.name, s.pausedForMs]),
+      );
+    await a.follower.observe('search', 429, { 'Retry-After': '7' }, 'rate_limited');
+    expect(await state()).toEqual({ search: 7000, key: 0, person: 0 });
+    await a.follower.observe('company', 429, { 'Retry-After': '60' }, 'quota_exceeded');
+    expect((await state()).key).toBe(0);
+  });
+
+  it('a lost broadcast is reported and the change still holds here', async () => {
+    const clock = new ManualClock();
+    const memory = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+    const failing = Object.create(memory) as Store;
+    failing.publish = async () => {
+      throw new Error('publish failed');
+    };
+    const a = replica(failing, clock, 'a');
+    await a.follower.observe('company', 200, { 'X-RateLimit-Limit': '9' });
+    expect(a.book.keyLimit).toBe(9);
+    expect(a.seen.errors).toEqual([new Error('publish failed')]);
+    expect(a.seen.changes).toBe(1);
+  });
+
+  it('a malformed broadcast is reported and changes nothing; after close nothing is heard', async () => {
+    const { store, a } = setup();
+    await flush();
+    await store.publish(LIMITS_CHANNEL, 'not json');
+    await flush();
+    expect(a.seen.errors).toHaveLength(1);
+    expect([a.book.keyLimit, a.seen.changes]).toEqual([60, 0]);
+
+    await a.follower.close();
+    await store.publish(LIMITS_CHANNEL, encodeLimitsChange('b', { keyLimit: 5 }));
+    await flush();
+    expect([a.book.keyLimit, a.seen.changes]).toEqual([60, 0]);
+  });
+});
