@@ -4,7 +4,7 @@
 // settle/record. Each stage is a small module; a refusal is an ApiError turned into one
 // HTTP answer by the server's error handler.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ResponseCache } from '../cache/index.ts';
+import { parseCacheControl, ResponseCache } from '../cache/index.ts';
 import { ApiError } from '../errors.ts';
 import type { IncomingCall, UpstreamRoute } from '../upstream-routes.ts';
 import { authenticate } from './authenticate.ts';
@@ -42,6 +42,9 @@ export function makeHandler(route: UpstreamRoute, deps: PipelineDeps) {
     ctx.maxWaitMs = maxWaitHeader(request.headers['x-max-wait-ms']);
     if (route.name === 'me') return answerMe(ctx, reply, deps);
     if (ResponseCache.isCacheableRoute(route.name)) return throughCache(ctx, request, reply, deps);
+    // Nothing of this route is ever stored, so "only-if-cached" can only be a miss (RFC 9111
+    // 5.2.1.7): 504, and never an upstream call or a charge.
+    if (parseCacheControl(request.headers['cache-control']).onlyIfCached) throw new ApiError('not_cached');
     return respond(ctx, reply, await execute(ctx, deps), deps);
   };
 }

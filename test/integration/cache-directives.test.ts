@@ -215,12 +215,9 @@ describe('request Cache-Control', () => {
     expect(await chargesFor(inn!)).toBe(2);
   });
 
-  // Known bug, kept as an expected failure: routes the cache never stores (POST /v1/check,
-  // /v1/openapi.json) skip the cache stage (src/pipeline/index.ts), so nothing reads their
-  // Cache-Control and only-if-cached goes upstream: here it buys a 199.00 check. docs/cache.md
-  // ("never go upstream") and RFC 9111 §5.2.1.7 (a stored answer or 504) say otherwise.
-  // Make this it() once the pipeline answers such a request with 504 not_cached.
-  it.fails('only-if-cached on POST /v1/check (never stored) is 504 not_cached, with no paid upstream call', async () => {
+  // Routes the cache never stores (POST /v1/check, /v1/openapi.json) skip the cache stage; the
+  // handler still honours only-if-cached for them (RFC 9111 5.2.1.7: a stored answer or 504).
+  it('only-if-cached on POST /v1/check (never stored) is 504 not_cached, with no paid upstream call', async () => {
     const [inn] = knownInns(1, 3450);
     const before = (await h.ledger()).totals;
     const res = await h.call('alpha', '/v1/check', {
