@@ -163,7 +163,8 @@ function governedUpstream(deps: ServerDeps): GovernedUpstream {
   const governor = new RateGovernor({
     store,
     clock,
-    classes,
+    // Only what config sets: a key limit set there is a ceiling over X-RateLimit-Limit.
+    classes: overrides,
     apps: config.apps.map((a) => ({
       name: a.name,
       weight: a.limits.weight,

@@ -70,6 +70,8 @@ export class ClassBook {
     apps: AppLimits[],
     private readonly fair: FairShare,
     private readonly resetMarginMs: number,
+    /** A key limit set in config is a ceiling: X-RateLimit-Limit may lower it, never raise it. */
+    readonly keyCeiling = Number.POSITIVE_INFINITY,
   ) {
     for (const app of apps) {
       if (app.weight !== undefined && !(app.weight > 0))
@@ -80,6 +82,14 @@ export class ClassBook {
       this.apps.set(app.name, app);
     }
     this.keyLimit = classes.key.limit;
+  }
+
+  /** Follows the upstream's X-RateLimit-Limit (up to the ceiling); true when the limit changed. */
+  followKeyLimit(upstreamLimit: number): boolean {
+    const next = Math.min(upstreamLimit, this.keyCeiling);
+    if (next === this.keyLimit) return false;
+    this.keyLimit = next;
+    return true;
   }
 
   appNames(): string[] {

@@ -33,7 +33,10 @@ export type { DenialReason } from './wait-stats.ts';
 export interface RateGovernorOptions {
   store: Store;
   clock: Clock;
-  /** Overrides of the spec defaults (limit, windowMs, maxWaitMs) per class. */
+  /**
+   * Overrides of the spec defaults (limit, windowMs, maxWaitMs, burst) per class. A `key` limit
+   * given here is a ceiling: the upstream's X-RateLimit-Limit may lower it, never raise it.
+   */
   classes?: Partial<Record<LimitClassName, Partial<Omit<LimitClassConfig, 'name'>>>>;
   /** Apps not listed get weight 1, priority 0 and no caps. */
   apps?: AppLimits[];
@@ -179,6 +182,7 @@ export class RateGovernor {
       options.apps ?? [],
       this.fair,
       this.resetMarginMs,
+      options.classes?.key?.limit,
     );
     this.follower = new UpstreamFollower({
       store: this.store,

@@ -28,7 +28,7 @@ export interface LimitsChange {
 /** What the follower reads and changes in the class book. */
 export type FollowedLimits = Pick<
   ClassBook,
-  'keyLimit' | 'minuteCap' | 'mergeMinuteCap' | 'minuteCapWindowMs' | 'classes'
+  'keyLimit' | 'followKeyLimit' | 'minuteCap' | 'mergeMinuteCap' | 'minuteCapWindowMs' | 'classes'
 >;
 
 export interface UpstreamFollowerOptions {
@@ -118,9 +118,8 @@ export class UpstreamFollower {
     const now = this.o.clock.now();
     const signals = readUpstreamSignals(status, headers, now, this.signalOptions, errorCode);
     let change: LimitsChange | null = null;
-    if (signals.keyLimit !== undefined && signals.keyLimit !== book.keyLimit) {
-      book.keyLimit = signals.keyLimit;
-      change = { keyLimit: signals.keyLimit };
+    if (signals.keyLimit !== undefined && book.followKeyLimit(signals.keyLimit)) {
+      change = { keyLimit: book.keyLimit };
     }
     if (signals.keyRemaining) {
       const { remaining, resetAtMs } = signals.keyRemaining;
@@ -162,7 +161,7 @@ export class UpstreamFollower {
     try {
       const change = decodeLimitsChange(message, this.o.instance);
       if (!change) return;
-      if (change.keyLimit !== undefined) this.o.book.keyLimit = change.keyLimit;
+      if (change.keyLimit !== undefined) this.o.book.followKeyLimit(change.keyLimit);
       if (change.minuteCap) this.o.book.mergeMinuteCap(change.minuteCap);
       this.o.onChange();
     } catch (error) {

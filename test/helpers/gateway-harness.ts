@@ -178,6 +178,8 @@ export interface ReplicaHarness {
   h: Harness;
   /** The second gateway, sharing the first one's Redis state. */
   second: GatewayInstance;
+  /** Starts one more replica on the same Redis state (its own connections). */
+  another(): Promise<GatewayInstance>;
   /** Closes both gateways, their stores and the test Redis, and deletes the keys written. */
   close(): Promise<void>;
 }
@@ -203,6 +205,7 @@ export async function startRedisReplicas(
   return {
     h,
     second,
+    another: () => h.addGateway(make(h.gateway.clock)),
     close: async () => {
       await h.close();
       for (const store of stores) await store.close().catch(() => {});

@@ -310,6 +310,21 @@ describe('following the upstream', () => {
   });
 });
 
+describe('a key limit set in config', () => {
+  it('is a ceiling: X-RateLimit-Limit lowers it but never raises it', async () => {
+    const { governor } = setup({ classes: { key: { limit: 4 } } });
+    const keyLimit = async () => (await governor.state()).classes.find((c) => c.name === 'key')?.limit;
+    await governor.observe('me', 200, { 'X-RateLimit-Limit': '1000' });
+    expect(await keyLimit()).toBe(4);
+    for (let i = 0; i < 4; i++) asPermit(await governor.acquire({ app: 'crm', route: 'me', maxWaitMs: 0 }));
+    expect(await governor.acquire({ app: 'crm', route: 'me', maxWaitMs: 0 })).toMatchObject({ ok: false });
+    await governor.observe('me', 200, { 'X-RateLimit-Limit': '2' });
+    expect(await keyLimit()).toBe(2);
+    await governor.observe('me', 200, { 'X-RateLimit-Limit': '90' });
+    expect(await keyLimit()).toBe(4);
+  });
+});
+
 describe('apps', () => {
   it('a per-app cap refuses that app (app_cap) and leaves the class to the others', async () => {
     const { governor } = setup({ apps: [{ name: 'crm', caps: { search: 2 } }] });
