@@ -27,6 +27,10 @@ describe('configuration', () => {
   it('loads the annotated example unchanged', () => {
     const { config } = loadConfig({ files: ['config/gateway.example.yaml'], env: {} });
     expect(config.apps.map((a) => a.name)).toEqual(['crm', 'compliance']);
+    expect(config.apps[0]!.limits).toEqual({ weight: 2, priority: 0, caps: { search: 5 } });
+    expect(config.apps[1]!.limits).toEqual({ weight: 1, priority: 0, caps: {} });
+    expect(config.limits.search).toEqual({ limit: 20, windowMs: 60_000, burst: 1, maxWaitMs: 10_000 });
+    expect(config.limits.key?.limit).toBeUndefined(); // left to follow X-RateLimit-Limit
   });
 
   it('reports every problem of a bad file at once, each naming its key', () => {
