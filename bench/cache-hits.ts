@@ -1,0 +1,572 @@
+// Benchmark: what a cache HIT costs. Throughput (req/s at a fixed number of requests in
+// flight) and p50/p99 latency of the gateway answering from its cache, for a ~100 KB dossier
+// (identity, and brotli passed through as stored) and a bank record, with the memory store and
+// with the Redis store, beside the upstream emulator answering the same requests directly in
+// the same run. Emulators and gateways are their own processes (`cpgw emulator`, `cpgw start`),
+// as in production; this process is only the client (undici). The direct reads go to a twin
+// emulator (same code, data and seed) whose key limit never refuses them; the gateways' own
+// upstream keeps the spec's 60/min (or --upstream-key-limit), which the gateways follow.
+// Every gateway answer must be 200 with X-Cache: HIT (and the expected Content-Encoding);
+// anything else is counted as an error. Prints a table and writes bench/results/cache-hits.json.
+//   node bin/run-ts.js bench/cache-hits.ts [--seconds 1] [--rounds 4] [--concurrency 16,64] [--upstream-key-limit 60]
+// Redis: REDIS_URL, else redis://127.0.0.1:6379; a unique key prefix, and only the keys under
+// it are deleted at the end.
+// Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+import { newToken, tokenHash } from '../src/auth/tokens.ts';
+
+const argValue = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+const SECONDS = Number(argValue('--seconds') ?? 1);
+const ROUNDS = Number(argValue('--rounds') ?? 4);
+const WARMUP_SECONDS = 0.3;
+const CONCURRENCY = (argValue('--concurrency') ?? '16,64').split(',').map(Number);
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const PREFIX = `cpgw-bench-${randomBytes(4).toString('hex')}:`;
+const UPSTREAM_KEY = 'bench-upstream-key';
+/** The upstream's per-minute key limit the gateways see (the spec's 60 unless told). */
+const UPSTREAM_KEY_LIMIT = Number(argValue('--upstream-key-limit') ?? 60);
+const INN = '7707083893';
+const BIC = '044525225';
+
+type ServerName = 'emulator (direct)' | 'gateway, memory' | 'gateway, redis';
+
+interface Target {
+  name: string;
+  path: string;
+  acceptEncoding: string;
+  /** Content-Encoding the gateway must answer with (null = none). */
+  gatewayEncoding: string | null;
+}
+
+const TARGETS: Target[] = [
+  {
+    name: 'dossier, identity',
+    path: `/v1/companies/${INN}`,
+    acceptEncoding: 'identity',
+    gatewayEncoding: null,
+  },
+  { name: 'dossier, br', path: `/v1/companies/${INN}`, acceptEncoding: 'br', gatewayEncoding: 'br' },
+  { name: 'bank record', path: `/v1/banks/${BIC}`, acceptEncoding: 'identity', gatewayEncoding: null },
+];
+
+interface Server {
+  name: ServerName;
+  url: string;
+  token: string;
+  child: Child;
+}
+
+interface Child {
+  process: ChildProcess;
+  /** The last few KB the child printed (diagnostics). */
+  tail(): string;
+}
+
+function start(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<{ child: Child; match: RegExpExecArray }> {
+  const proc = spawn(process.execPath, ['bin/cpgw.js', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const child: Child = { process: proc, tail: () => out };
+  return new Promise((resolve, reject) => {
+    let started = false;
+    const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 20_000);
+    const on = (chunk: Buffer) => {
+      out = (out + chunk.toString()).slice(-8192); // keep draining the pipe; keep only a tail
+      const match = started ? null : ready.exec(out);
+      if (match) {
+        started = true;
+        clearTimeout(timer);
+        resolve({ child, match });
+      }
+    };
+    proc.stdout!.on('data', on);
+    proc.stderr!.on('data', on);
+    proc.once('exit', (code) => {
+      if (!started) reject(new Error(`exited ${code}: ${out}`));
+    });
+  });
+}
+
+async function stop(child: Child): Promise<void> {
+  if (child.process.exitCode !== null || child.process.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.process.once('exit', resolve));
+  child.process.kill('SIGTERM');
+  const timer = setTimeout(() => child.process.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** CPU ms (user + system) a process has used so far, from /proc (Linux); null elsewhere. */
+function cpuMsOf(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in USER_HZ (100)
+  } catch {
+    return null;
+  }
+}
+
+async function redisCpuMs(redis: Redis | null): Promise<number | null> {
+  if (!redis) return null;
+  const info = await redis.info('cpu');
+  const sec = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? Number.NaN);
+  return (sec('used_cpu_user') + sec('used_cpu_sys')) * 1000;
+}
+
+interface Check {
+  ok: boolean;
+  why?: string;
+}
+
+interface Round {
+  requests: number;
+  errors: Record<string, number>;
+  req_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  body_bytes: number;
+  /** CPU the answering process used per request (ms). */
+  server_cpu_ms_per_req: number | null;
+  /** CPU of the whole Redis server per request (ms; anything else using it counts too). */
+  redis_cpu_ms_per_req: number | null;
+  /** Cores this client process kept busy (near 1.0: the client may be the limit). */
+  client_cores: number;
+}
+
+interface Cell extends Round {
+  target: string;
+  server: ServerName;
+  concurrency: number;
+  /** Requests and errors over all rounds; every other figure is its median over the rounds. */
+  rounds: Array<Pick<Round, 'req_per_s' | 'p50_ms' | 'p99_ms' | 'client_cores'>>;
+}
+
+const quantile = (sorted: number[], q: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : Number.NaN;
+const round = (x: number, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+function verdict(server: Server, target: Target, status: number, headers: Record<string, unknown>): Check {
+  if (status !== 200) return { ok: false, why: `status ${status}` };
+  const encoding = (headers['content-encoding'] as string | undefined) ?? null;
+  if (server.name === 'emulator (direct)') {
+    const charged = headers['x-charged-minor'];
+    return charged === undefined || charged === '0' ? { ok: true } : { ok: false, why: `charged ${charged}` };
+  }
+  if (headers['x-cache'] !== 'HIT') return { ok: false, why: `x-cache ${String(headers['x-cache'])}` };
+  if (encoding !== target.gatewayEncoding) return { ok: false, why: `content-encoding ${encoding}` };
+  return { ok: true };
+}
+
+/** Closed loop: `concurrency` workers each send the next request when the last one is fully read. */
+async function load(
+  pool: Pool,
+  server: Server,
+  target: Target,
+  concurrency: number,
+  seconds: number,
+  record: boolean,
+): Promise<{ latencies: number[]; elapsedMs: number; errors: Record<string, number>; bytes: number }> {
+  const latencies: number[] = [];
+  const errors: Record<string, number> = {};
+  let bytes = 0;
+  const headers = { authorization: `Bearer ${server.token}`, 'accept-encoding': target.acceptEncoding };
+  const began = performance.now();
+  const deadline = began + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        const t0 = performance.now();
+        let check: Check;
+        let size = 0;
+        try {
+          const res = await pool.request({ method: 'GET', path: target.path, headers });
+          for await (const chunk of res.body) size += (chunk as Buffer).length;
+          check = verdict(server, target, res.statusCode, res.headers);
+        } catch (err) {
+          check = { ok: false, why: (err as Error).message };
+        }
+        if (!record) continue;
+        latencies.push(performance.now() - t0);
+        bytes = size;
+        if (!check.ok) errors[check.why!] = (errors[check.why!] ?? 0) + 1;
+      }
+    }),
+  );
+  return { latencies, elapsedMs: performance.now() - began, errors, bytes };
+}
+
+async function measure(
+  server: Server,
+  target: Target,
+  concurrency: number,
+  redis: Redis | null,
+): Promise<Round> {
+  const pool = new Pool(server.url, { connections: concurrency, pipelining: 1 });
+  try {
+    await load(pool, server, target, concurrency, WARMUP_SECONDS, false);
+    const pid = server.child.process.pid;
+    const withRedis = server.name === 'gateway, redis';
+    const cpu0 = cpuMsOf(pid);
+    const redis0 = withRedis ? await redisCpuMs(redis) : null;
+    const client0 = process.cpuUsage();
+    const run = await load(pool, server, target, concurrency, SECONDS, true);
+    const client = process.cpuUsage(client0);
+    const cpu1 = cpuMsOf(pid);
+    const redis1 = withRedis ? await redisCpuMs(redis) : null;
+    const sorted = [...run.latencies].sort((a, b) => a - b);
+    const n = sorted.length;
+    return {
+      requests: n,
+      errors: run.errors,
+      req_per_s: Math.round((n / run.elapsedMs) * 1000),
+      p50_ms: round(quantile(sorted, 0.5)),
+      p99_ms: round(quantile(sorted, 0.99)),
+      body_bytes: run.bytes,
+      server_cpu_ms_per_req: cpu0 !== null && cpu1 !== null && n ? round((cpu1 - cpu0) / n, 4) : null,
+      redis_cpu_ms_per_req: redis0 !== null && redis1 !== null && n ? round((redis1 - redis0) / n, 4) : null,
+      client_cores: round((client.user + client.system) / 1000 / run.elapsedMs, 2),
+    };
+  } finally {
+    await pool.close();
+  }
+}
+
+/** The median of some numbers (the lower middle one for an even count: never flattering). */
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+function medianOrNull(values: Array<number | null>): number | null {
+  const known = values.filter((v): v is number => v !== null);
+  return known.length ? median(known) : null;
+}
+
+/** Rounds of one target x concurrency x server into a cell: totals, and each figure's median over the rounds. */
+function cellOf(target: Target, server: ServerName, concurrency: number, rounds: Round[]): Cell {
+  const errors: Record<string, number> = {};
+  for (const r of rounds)
+    for (const [why, count] of Object.entries(r.errors)) errors[why] = (errors[why] ?? 0) + count;
+  return {
+    target: target.name,
+    server,
+    concurrency,
+    requests: rounds.reduce((sum, r) => sum + r.requests, 0),
+    errors,
+    req_per_s: median(rounds.map((r) => r.req_per_s)),
+    p50_ms: median(rounds.map((r) => r.p50_ms)),
+    p99_ms: median(rounds.map((r) => r.p99_ms)),
+    body_bytes: rounds.at(-1)!.body_bytes,
+    server_cpu_ms_per_req: medianOrNull(rounds.map((r) => r.server_cpu_ms_per_req)),
+    redis_cpu_ms_per_req: medianOrNull(rounds.map((r) => r.redis_cpu_ms_per_req)),
+    client_cores: median(rounds.map((r) => r.client_cores)),
+    rounds: rounds.map(({ req_per_s, p50_ms, p99_ms, client_cores }) => ({
+      req_per_s,
+      p50_ms,
+      p99_ms,
+      client_cores,
+    })),
+  };
+}
+
+const errorCount = (c: Pick<Round, 'errors'>) => Object.values(c.errors).reduce((sum, x) => sum + x, 0);
+
+/** One line of the printed table: two text columns, then right-aligned figures. */
+function row(columns: Array<string | number>): string {
+  const widths = [18, 18, 4, 7, 24, 7, 7, 6, 7, 15, 6];
+  return columns
+    .map((c, i) => (i < 2 ? String(c).padEnd(widths[i]!) : String(c).padStart(widths[i] ?? 8)))
+    .join(' ');
+}
+
+/** One request, fully read: status, X-Cache, charge, time (warm-up and checks). */
+async function once(
+  server: Server,
+  path: string,
+): Promise<{ status: number; xCache: string | null; charged: string | null; ms: number }> {
+  const t0 = performance.now();
+  const pool = new Pool(server.url, { connections: 1 });
+  try {
+    const res = await pool.request({
+      method: 'GET',
+      path,
+      headers: { authorization: `Bearer ${server.token}` },
+    });
+    await res.body.arrayBuffer();
+    const h = res.headers;
+    return {
+      status: res.statusCode,
+      xCache: (h['x-cache'] as string | undefined) ?? null,
+      charged: (h['x-charged-minor'] as string | undefined) ?? null,
+      ms: round(performance.now() - t0),
+    };
+  } finally {
+    await pool.close();
+  }
+}
+
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}
+
+/** Deletes the keys under PREFIX (and only those); returns how many were deleted and how many are left. */
+async function deleteOwnKeys(redis: Redis): Promise<{ deleted: number; left: number }> {
+  let deleted = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${globEscape(PREFIX)}*`, 'COUNT', 1000);
+    cursor = next;
+    const own = keys.filter((k) => k.startsWith(PREFIX));
+    if (own.length) deleted += await redis.unlink(...own);
+  } while (cursor !== '0');
+  const [, rest] = await redis.scan('0', 'MATCH', `${globEscape(PREFIX)}*`, 'COUNT', 100_000);
+  return { deleted, left: rest.length };
+}
+
+async function connectRedis(): Promise<Redis | null> {
+  const redis = new Redis(REDIS_URL, {
+    maxRetriesPerRequest: 1,
+    lazyConnect: true,
+    retryStrategy: () => null,
+  });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    await redis.ping();
+    return redis;
+  } catch (err) {
+    console.error(
+      `Redis at ${redactUrl(REDIS_URL)} unavailable (${(err as Error).message}); Redis rows skipped`,
+    );
+    redis.disconnect();
+    return null;
+  }
+}
+
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.hostname}:${u.port || '6379'}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return '(unparsable REDIS_URL)';
+  }
+}
+
+// ---- run ----
+const began = Date.now();
+const LOAD_AT_START = round(loadavg()[0] ?? 0, 2);
+const redis = await connectRedis();
+const dir = await mkdtemp(join(tmpdir(), 'cpgw-bench-'));
+const children: Child[] = [];
+const cells: Cell[] = [];
+const warmup: Record<string, unknown> = {};
+let cleanup: { deleted: number; left: number } | null = null;
+try {
+  // Two emulators from the same code and data: the gateways' upstream keeps the spec's key limit
+  // (60/min; the gateway follows the upstream's X-RateLimit-Limit, and its X-RateLimit-*
+  // headroom work on every answer grows with that limit), the twin answers the direct reads
+  // with limits high enough never to refuse one.
+  const emulatorArgs = ['emulator', '--port', '0', '--api-key', `${UPSTREAM_KEY};name=bench`];
+  const emu = await start(
+    [...emulatorArgs, '--key-limit', String(UPSTREAM_KEY_LIMIT)],
+    {},
+    /http:\/\/127\.0\.0\.1:\d+/,
+  );
+  children.push(emu.child);
+  const emuUrl = emu.match[0];
+  const twin = await start(
+    [
+      ...emulatorArgs,
+      '--key-limit',
+      '100000000',
+      '--suggest-limit',
+      '100000000',
+      '--search-limit',
+      '100000000',
+    ],
+    {},
+    /http:\/\/127\.0\.0\.1:\d+/,
+  );
+  children.push(twin.child);
+  const token = newToken();
+  const configFile = join(dir, 'gateway.yaml');
+  await writeFile(
+    configFile,
+    `log:\n  level: warn\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
+  );
+  const gatewayEnv = {
+    CPGW_CONFIG: configFile,
+    CPGW_PORT: '0',
+    CPGW_UPSTREAM_URL: emuUrl,
+    CPGW_UPSTREAM_API_KEY: UPSTREAM_KEY,
+  };
+  const listening = /listening on (http:\/\/[^\s)]+)/;
+  const servers: Server[] = [];
+  const memory = await start(['start'], gatewayEnv, listening);
+  children.push(memory.child);
+  servers.push({ name: 'gateway, memory', url: memory.match[1]!, token, child: memory.child });
+  if (redis) {
+    const shared = await start(
+      ['start'],
+      { ...gatewayEnv, CPGW_REDIS_URL: REDIS_URL, CPGW_STORE_PREFIX: PREFIX },
+      listening,
+    );
+    children.push(shared.child);
+    servers.push({ name: 'gateway, redis', url: shared.match[1]!, token, child: shared.child });
+  }
+  // Warm each gateway's cache: one miss per cached answer (the dossier's first read pays and
+  // opens the account's window, so the direct dossier reads below are free), then one HIT.
+  for (const server of servers) {
+    for (const path of [`/v1/companies/${INN}`, `/v1/banks/${BIC}`]) {
+      const miss = await once(server, path);
+      const hit = await once(server, path);
+      warmup[`${server.name} ${path}`] = { miss, hit };
+      if (miss.status !== 200 || miss.xCache !== 'MISS' || hit.xCache !== 'HIT')
+        throw new Error(
+          `warm-up of ${path} on ${server.name}: ${JSON.stringify({ miss, hit })}\n${server.child.tail()}`,
+        );
+    }
+  }
+  const direct: Server = {
+    name: 'emulator (direct)',
+    url: twin.match[0],
+    token: UPSTREAM_KEY,
+    child: twin.child,
+  };
+  const opening = await once(direct, `/v1/companies/${INN}`); // pays once and opens the twin's window
+  const directCheck = await once(direct, `/v1/companies/${INN}`);
+  warmup['emulator (direct)'] = { opening, check: directCheck };
+  if (directCheck.status !== 200 || directCheck.charged !== '0')
+    throw new Error(`direct dossier read not free: ${JSON.stringify(directCheck)}`);
+
+  console.log(
+    `cache-hits: ${cpus().length} CPUs, node ${process.version}, load ${loadavg()[0]!.toFixed(2)}; ${ROUNDS} rounds of ${SECONDS} s per cell (after ${WARMUP_SECONDS} s warm-up); req/s, p50, p99, CPU: medians over the rounds; CPU ms/req: the server process (+ the Redis server); client: cores this client used`,
+  );
+  console.log(
+    row([
+      'target',
+      'server',
+      'conc',
+      'req/s',
+      'req/s per round',
+      'p50 ms',
+      'p99 ms',
+      'errors',
+      'body B',
+      'CPU ms/req',
+      'client',
+    ]),
+  );
+  // One unrecorded pass over every server and target first (JIT, heap sizing, connections).
+  for (const server of [direct, ...servers])
+    for (const target of TARGETS) await measure(server, target, CONCURRENCY[0]!, null);
+  // Rounds alternate the order of the servers, so a disturbance on this shared machine does
+  // not always land on the same one; each cell reports the median of its rounds.
+  const plan: Array<{ target: Target; concurrency: number }> = [];
+  for (const target of TARGETS) for (const concurrency of CONCURRENCY) plan.push({ target, concurrency });
+  const rounds = new Map<string, Round[]>();
+  const keyOf = (t: Target, c: number, s: ServerName) => `${t.name}|${c}|${s}`;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const { target, concurrency } of plan) {
+      const order = round % 2 === 0 ? [direct, ...servers] : [direct, ...servers].reverse();
+      for (const server of order) {
+        const key = keyOf(target, concurrency, server.name);
+        rounds.set(key, [...(rounds.get(key) ?? []), await measure(server, target, concurrency, redis)]);
+      }
+    }
+  }
+  for (const { target, concurrency } of plan) {
+    for (const server of [direct, ...servers]) {
+      const cell = cellOf(
+        target,
+        server.name,
+        concurrency,
+        rounds.get(keyOf(target, concurrency, server.name))!,
+      );
+      cells.push(cell);
+      const cpu =
+        cell.server_cpu_ms_per_req === null
+          ? 'n/a'
+          : `${cell.server_cpu_ms_per_req}${cell.redis_cpu_ms_per_req !== null ? ` +${cell.redis_cpu_ms_per_req}` : ''}`;
+      console.log(
+        row([
+          cell.target,
+          cell.server,
+          concurrency,
+          cell.req_per_s,
+          cell.rounds.map((r) => r.req_per_s).join('/'),
+          cell.p50_ms.toFixed(2),
+          cell.p99_ms.toFixed(2),
+          errorCount(cell),
+          cell.body_bytes,
+          cpu,
+          cell.client_cores.toFixed(2),
+        ]),
+      );
+      if (errorCount(cell)) console.log(`    errors: ${JSON.stringify(cell.errors)}`);
+    }
+  }
+} finally {
+  for (const child of children.reverse()) await stop(child);
+  await rm(dir, { recursive: true, force: true });
+  if (redis) {
+    cleanup = await deleteOwnKeys(redis);
+    redis.disconnect();
+  }
+}
+
+const report = {
+  bench: 'cache-hits',
+  at: new Date().toISOString(),
+  machine: {
+    cpus: cpus().length,
+    cpu_model: cpus()[0]?.model ?? null,
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    loadavg_1m_at_start: LOAD_AT_START,
+    loadavg_1m_at_end: round(loadavg()[0] ?? 0, 2),
+  },
+  setup:
+    'gateway (memory store) and gateway (Redis store) each their own process (cpgw start, log level warn) in front of one emulator with the key limit upstream_key_limit_per_minute (the spec 60/min by default; the gateways follow it); direct reads go to a twin emulator process (same code, data, seed) with limits that never refuse. This process is the client: undici Pool, one connection per request in flight, closed loop, bodies streamed and counted. Every gateway answer checked: 200, X-Cache HIT, Content-Encoding as expected; direct answers: 200 and X-Charged-Minor 0 (inside the window the first direct read opened). Each cell runs in several rounds, the server order alternating between rounds; req_per_s, p50/p99 and CPU are medians over the rounds (the lower middle for an even count), rounds lists each. Redis runs on the same machine; redis_cpu_ms_per_req is the whole Redis server CPU.',
+  settings: {
+    upstream_key_limit_per_minute: UPSTREAM_KEY_LIMIT,
+    rounds: ROUNDS,
+    seconds_per_round: SECONDS,
+    warmup_seconds_per_round: WARMUP_SECONDS,
+    concurrency: CONCURRENCY,
+    redis: redis ? redactUrl(REDIS_URL) : null,
+    redis_prefix: PREFIX,
+  },
+  warmup,
+  redis_cleanup: cleanup,
+  total_seconds: round((Date.now() - began) / 1000, 1),
+  results: cells,
+};
+await mkdir('bench/results', { recursive: true });
+await writeFile('bench/results/cache-hits.json', `${JSON.stringify(report, null, 2)}\n`);
+if (cleanup) console.log(`redis: deleted ${cleanup.deleted} keys under ${PREFIX}; ${cleanup.left} left`);
+console.log(`written bench/results/cache-hits.json (${report.total_seconds} s)`);
+const failed = cells.filter((c) => errorCount(c) > 0).length;
+if (failed) {
+  console.error(`${failed} cells had errors (non-HIT or unexpected answers)`);
+  process.exitCode = 1;
+}
