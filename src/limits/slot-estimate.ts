@@ -32,10 +32,13 @@ export function startEstimateMs(view: ClassView, ahead: number): number {
 
   // The first `limit` times a slot is available: free slots now, then expiries; a log holding
   // more than `limit` (the limit was lowered) frees nothing until it is back under the limit.
+  // That list is `free` zeros followed by the expiries (or, over the limit, the expiries
+  // without their first `-free`); it is indexed, never built, so its cost does not grow with
+  // the limit (an upstream may announce 100 000 000 a minute).
   const free = limit - used;
-  const base = free > 0 ? [...new Array<number>(free).fill(0), ...expiries] : expiries.slice(-free);
+  const availableAt = (i: number) => (i < free ? 0 : (expiries[i - free] ?? 0));
   // Each availability repeats one window later (the slot is taken then frees again).
   const k = Math.max(ahead, 0);
-  const at = (base[k % limit] ?? 0) + Math.floor(k / limit) * windowMs;
+  const at = availableAt(k % limit) + Math.floor(k / limit) * windowMs;
   return Math.max(at, pausedForMs);
 }

@@ -91,6 +91,15 @@ describe('slot estimate', () => {
     expect(startEstimateMs(view, 2)).toBe(70_000);
     expect(startEstimateMs(view, 3)).toBe(110_000);
   });
+  it('costs the same for a limit of 100 000 000 (the list of free slots is never built)', () => {
+    const huge = { limit: 100_000_000, windowMs: 60_000, used: 2, pausedForMs: 0, ownExpiriesMs: [200, 100] };
+    // Building that list (the old way) throws RangeError: Invalid array length at this size.
+    expect(startEstimateMs(huge, 0)).toBe(0);
+    expect(startEstimateMs(huge, 99_999_997)).toBe(0);
+    expect(startEstimateMs(huge, 99_999_998)).toBe(100);
+    expect(startEstimateMs(huge, 99_999_999)).toBe(200);
+    expect(startEstimateMs(huge, 100_000_000)).toBe(60_000);
+  });
   it('a pause delays everything; a zero limit never frees', () => {
     expect(startEstimateMs({ ...view, pausedForMs: 30_000 }, 0)).toBe(30_000);
     expect(startEstimateMs({ ...view, limit: 0 }, 0)).toBe(Number.POSITIVE_INFINITY);
