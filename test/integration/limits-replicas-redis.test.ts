@@ -87,7 +87,10 @@ describe('three replicas on one Redis, five apps flooding', () => {
     // the retry latency that matters at this scale (a few ms per 170 ms pacing period).
     expect(key.length).toBeGreaterThanOrEqual(Math.floor(0.8 * KEY_LIMIT * (LOAD_MS / WINDOW_MS)));
     expect(key.length).toBeLessThanOrEqual(KEY_LIMIT * (LOAD_MS / WINDOW_MS + 1));
-    expect(search.length).toBeGreaterThanOrEqual(SEARCH_LIMIT * (LOAD_MS / WINDOW_MS) - 2);
+    // Searches also need key slots, which the dossier reads saturate: the two race for them
+    // and nothing weighs routes against each other (docs/rate-limits.md, "Measured"), so
+    // searches get a good share of their own allowance, not all of it.
+    expect(search.length).toBeGreaterThanOrEqual((SEARCH_LIMIT * (LOAD_MS / WINDOW_MS)) / 2);
     expect(outcome.refused).toBeGreaterThan(0); // demand exceeded the budget: the test had load
 
     // Every replica sees the same shared state.
