@@ -322,12 +322,25 @@ for (const p of pools) await p.destroy();
 for (const g of gateways) g.child.kill('SIGTERM');
 emu.child.kill('SIGTERM');
 await deleteKeysUnder(REDIS_URL, [PREFIX]);
-const ok =
-  results.upstream.status429 === 0 &&
-  results.upstream.maxKeyIn60s <= 60 &&
-  results.upstream.maxSearchIn60s <= 20 &&
-  results.loadPhase.keyUsedPct >= 95 &&
-  results.afterKill.secondMinute.usedPct >= 95 &&
-  (results.trickle.againstOneFlooder.medianMs ?? Infinity) < 5_000;
+// The issue's targets, each printed. "Regains the dead replica's capacity within 60 s": in the
+// first minute after the kill the survivors use the allowance as fully as three replicas did
+// (within 5 points: two pumps catch a freed slot a little later than three, see
+// docs/rate-limits.md), i.e. nothing stays held by the dead one.
+const targets: Array<[string, boolean]> = [
+  ['zero upstream 429s', results.upstream.status429 === 0],
+  ['at most 60 key calls in any 60 s', results.upstream.maxKeyIn60s <= 60],
+  ['at most 20 searches in any 60 s', results.upstream.maxSearchIn60s <= 20],
+  ['at least 95 % of the key allowance used (three replicas)', results.loadPhase.keyUsedPct >= 95],
+  [
+    'capacity back within 60 s of the kill (first minute within 5 points of three replicas)',
+    results.afterKill.firstMinute.usedPct >= results.loadPhase.keyUsedPct - 5,
+  ],
+  [
+    'trickle median wait under 5 s against a 10x flood',
+    (results.trickle.againstOneFlooder.medianMs ?? Infinity) < 5_000,
+  ],
+];
+for (const [name, met] of targets) console.log(`${met ? 'met   ' : 'MISSED'} ${name}`);
+const ok = targets.every(([, met]) => met);
 console.log(ok ? 'limits-soak: all targets met' : 'limits-soak: TARGET MISSED (see above)');
 process.exit(ok ? 0 : 1);
