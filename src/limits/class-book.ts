@@ -130,7 +130,9 @@ export class ClassBook {
       for (const { spec, state } of related) {
         if (!state) continue;
         const view = this.view(spec, state, now);
-        limit = Math.min(limit, spec.limit);
+        // The upstream-minute cap is a passing bound: it lowers what remains, not the limit
+        // an app is told it has (X-RateLimit-Limit stays the class's or the app's cap).
+        if (!spec.name.startsWith('key~')) limit = Math.min(limit, spec.limit);
         remaining = Math.min(remaining, state.pausedForMs > 0 ? 0 : Math.max(0, spec.limit - state.used));
         const allOwn = view.ownExpiriesMs.length >= state.used;
         const clears = state.used === 0 ? 0 : allOwn ? Math.max(0, ...view.ownExpiriesMs) : view.windowMs;

@@ -501,4 +501,14 @@ describe('headroom', () => {
       remaining: 20,
     });
   });
+
+  it("the upstream's minute cap lowers what remains, not the limit the app is told", async () => {
+    const { clock, governor } = setup();
+    const reset = Math.floor(clock.now() / 1000) + 30;
+    await governor.observe('company', 200, {
+      'X-RateLimit-Remaining': '2',
+      'X-RateLimit-Reset': String(reset),
+    });
+    expect((await governor.headroom('crm')).key).toMatchObject({ limit: 60, remaining: 2 });
+  });
 });
