@@ -21,8 +21,7 @@ import { PriceBook } from './cost/price-book.ts';
 import { SpendLedger } from './cost/spend-ledger.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
 import { ApiError, errorEnvelope } from './errors.ts';
-import { type LimitClassConfig, type LimitClassName, RateGovernor } from './limits/index.ts';
-import { limitClassesWith } from './limits/limit-classes.ts';
+import { RateGovernor } from './limits/index.ts';
 import { registerHealthRoutes } from './ops/health-routes.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
 import { ClientGone } from './pipeline/forward.ts';
@@ -83,6 +82,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         status: reply.statusCode,
         durationMs: Math.round(reply.elapsedTime * 100) / 100,
         upstreamMs: ctx?.upstreamMs !== undefined ? Math.round(ctx.upstreamMs * 100) / 100 : undefined,
+        queuedMs: ctx?.queuedMs ? Math.round(ctx.queuedMs) : undefined,
         cache: ctx?.cache ?? null,
         charged: ctx?.chargedMinor ?? 0,
         clientGone: request.raw.destroyed && !reply.raw.writableFinished ? true : undefined,
@@ -153,18 +153,14 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 /** The shared rate budget (docs/rate-limits.md) in front of the upstream client. */
 function governedUpstream(deps: ServerDeps): GovernedUpstream {
   const { config, store, clock, logger } = deps;
-  const overrides: Partial<Record<LimitClassName, Partial<Omit<LimitClassConfig, 'name'>>>> = {};
-  for (const [name, cls] of Object.entries(config.limits)) {
-    if (cls) overrides[name as LimitClassName] = definedOnly(cls);
-  }
-  const classes = limitClassesWith(overrides);
   const onError = (err: unknown) =>
     logger.warn({ err: (err as Error)?.message ?? String(err) }, 'rate limiter fault');
   const governor = new RateGovernor({
     store,
     clock,
-    // Only what config sets: a key limit set there is a ceiling over X-RateLimit-Limit.
-    classes: overrides,
+    // Only what config sets (absent fields stay absent): a key limit set there is a ceiling
+    // over X-RateLimit-Limit.
+    classes: config.limits,
     apps: config.apps.map((a) => ({
       name: a.name,
       weight: a.limits.weight,
@@ -173,11 +169,7 @@ function governedUpstream(deps: ServerDeps): GovernedUpstream {
     })),
     onError,
   });
-  return new GovernedUpstream({ client: deps.upstream, governor, classes, onError });
-}
-
-function definedOnly<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+  return new GovernedUpstream({ client: deps.upstream, governor, onError });
 }
 
 function buildPipelineDeps(deps: ServerDeps): PipelineDeps {

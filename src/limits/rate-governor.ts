@@ -198,6 +198,13 @@ export class RateGovernor {
     });
   }
 
+  /** How long a call of this route may wait in the queue: `requested`, else its class default. */
+  maxWaitFor(route: RouteName, requested?: number): number {
+    const primary = routeClasses(route)[0];
+    if (!primary) return 0;
+    return Math.max(0, requested ?? this.book.classes[primary].maxWaitMs);
+  }
+
   /** Waits for a start within the deadline, or says at once why it cannot have one. */
   async acquire(request: AcquireRequest): Promise<Permit | Denial> {
     if (this.closed) throw new Error('RateGovernor is closed');
@@ -206,7 +213,7 @@ export class RateGovernor {
     const primary = classes[0];
     if (!primary) return { ok: true, waitedMs: 0, classes, release: async () => {} };
     if (request.signal?.aborted) return this.deny(request.app, primary, 0, 'aborted');
-    const maxWait = Math.max(0, request.maxWaitMs ?? this.book.classes[primary].maxWaitMs);
+    const maxWait = this.maxWaitFor(request.route, request.maxWaitMs);
     const line = this.lineFor(classes);
     let resolve!: (r: Permit | Denial) => void;
     let reject!: (e: unknown) => void;

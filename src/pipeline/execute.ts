@@ -20,7 +20,9 @@ import { forward } from './forward.ts';
 export async function execute(ctx: RequestContext, deps: PipelineDeps): Promise<UpstreamResponse> {
   // The caller's whole allowance: the wait in the rate queue plus the upstream timeout.
   const deadline =
-    deps.clock.now() + timeoutFor(ctx, deps) + deps.upstream.maxWaitFor(ctx.route.name, ctx.maxWaitMs);
+    deps.clock.now() +
+    timeoutFor(ctx, deps) +
+    deps.upstream.governor.maxWaitFor(ctx.route.name, ctx.maxWaitMs);
   if (ctx.route.method !== 'GET') return chargedOrFree(ctx, deps, deadline);
   const key = `${ctx.route.name}:${normalizedTarget(ctx.pathAndQuery)}`;
   const { answer, follower } = await deps.coalescer.run(key, deadline, () =>

@@ -6,8 +6,7 @@
 //
 // It never retries and never decides whether a call may start (the governor does); a refusal
 // comes back as a QueueRefusal error for the caller to turn into 429 rate_limited.
-import type { Denial, LimitClassConfig, LimitClassName, RateGovernor } from '../limits/index.ts';
-import { routeClasses } from '../limits/index.ts';
+import type { Denial, RateGovernor } from '../limits/index.ts';
 import type { RouteName } from '../upstream-routes.ts';
 import {
   type UpstreamClient,
@@ -47,8 +46,6 @@ const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_C
 export interface GovernedUpstreamOptions {
   client: UpstreamClient;
   governor: RateGovernor;
-  /** The classes the governor was built with (for each route's default queue wait). */
-  classes: Record<LimitClassName, LimitClassConfig>;
   /** A fault while following an answer (the answer itself is still returned). */
   onError?: (error: unknown) => void;
 }
@@ -60,13 +57,6 @@ export class GovernedUpstream {
   constructor(private readonly options: GovernedUpstreamOptions) {
     this.client = options.client;
     this.governor = options.governor;
-  }
-
-  /** How long a call of this route may wait in the queue: `requested`, else its class default. */
-  maxWaitFor(route: RouteName, requested?: number): number {
-    if (requested !== undefined) return requested;
-    const primary = routeClasses(route)[0];
-    return primary ? this.options.classes[primary].maxWaitMs : 0;
   }
 
   async request(req: GovernedRequest): Promise<GovernedResponse> {
