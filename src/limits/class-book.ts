@@ -102,19 +102,27 @@ export class ClassBook {
 
   /** What the app may still use now, per class (for X-RateLimit-* on the gateway's answers). */
   async headroom(app: string): Promise<Record<LimitClassName, Headroom>> {
+    return (await this.headroomOf(app, LIMIT_CLASS_NAMES)) as Record<LimitClassName, Headroom>;
+  }
+
+  /** headroom() for the named classes only: one store read of just what they need. */
+  private async headroomOf(
+    app: string,
+    names: readonly LimitClassName[],
+  ): Promise<Partial<Record<LimitClassName, Headroom>>> {
     const now = this.clock.now();
     const specs: LimitClassSpec[] = [];
-    for (const name of LIMIT_CLASS_NAMES) {
+    for (const name of names) {
       specs.push(this.spec(name));
       const cap = this.capOf(app, name);
       if (cap !== undefined)
         specs.push({ name: appCapClassName(name, app), limit: cap, windowMs: this.classes[name].windowMs });
     }
-    const cap = this.activeMinuteCap(now);
+    const cap = names.includes('key') ? this.activeMinuteCap(now) : null;
     if (cap) specs.push(this.minuteCapSpec(cap));
     const states = await this.store.limiterState(specs);
-    const out = {} as Record<LimitClassName, Headroom>;
-    for (const name of LIMIT_CLASS_NAMES) {
+    const out: Partial<Record<LimitClassName, Headroom>> = {};
+    for (const name of names) {
       const related = specs
         .map((spec, i) => ({ spec, state: states[i] }))
         .filter(
@@ -150,11 +158,11 @@ export class ClassBook {
     classes: LimitClassName[],
   ): Promise<(Headroom & { limitClass: LimitClassName }) | null> {
     if (classes.length === 0) return null;
-    const all = await this.headroom(app);
+    const all = await this.headroomOf(app, classes);
     let best: (Headroom & { limitClass: LimitClassName }) | null = null;
     for (const name of classes) {
       const h = all[name];
-      if (!best || h.remaining < best.remaining) best = { ...h, limitClass: name };
+      if (h && (!best || h.remaining < best.remaining)) best = { ...h, limitClass: name };
     }
     return best;
   }
