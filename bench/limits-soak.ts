@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { knownInns } from '../test/emulator/emulator-harness.ts';
+import { maxInAnyInterval } from '../test/helpers/intervals.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 
 const LOAD_S = Number(process.argv[2] ?? 120);
@@ -248,15 +249,6 @@ const searchCalls = calls
   .map((r) => r.at_ms)
   .sort((a, b) => a - b);
 
-function maxInAnyInterval(times: number[], ms: number): number {
-  let best = 0;
-  let j = 0;
-  for (let i = 0; i < times.length; i++) {
-    while (times[i]! - times[j]! >= ms) j++;
-    best = Math.max(best, i - j + 1);
-  }
-  return best;
-}
 const between = (times: number[], from: number, to: number) =>
   times.filter((t) => t >= from && t < to).length;
 // The emulator process runs on the real clock, so its at_ms and ours compare directly.

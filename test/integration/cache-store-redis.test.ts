@@ -8,8 +8,8 @@ import { resolveCacheConfig } from '../../src/cache/cache-config.ts';
 import { ResponseCache } from '../../src/cache/response-cache.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { RedisStore } from '../../src/store/index.ts';
-import { globEscape, RedisKeys } from '../../src/store/redis-keys.ts';
-import { startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
+import { RedisKeys } from '../../src/store/redis-keys.ts';
+import { deleteKeysUnder, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
 import { answer, dossierBody, INN, request } from '../unit/cache-fixtures.ts';
 import { runResponseCacheSuite } from '../unit/cache-suite.ts';
 
@@ -28,16 +28,6 @@ function open(url: string, prefix: string, clock: ManualClock): RedisStore {
   return new RedisStore({ url, prefix, clock, cacheMaxBytes: 10 * 1024 * 1024 });
 }
 
-/** Deletes the keys of this file's prefixes, and only those. */
-async function deleteOwnKeys(client: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${globEscape(prefix)}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await client.unlink(...keys);
-  } while (cursor !== '0');
-}
-
 const maybe = redis ? describe : describe.skip;
 
 maybe('ResponseCache over RedisStore', () => {
@@ -50,7 +40,7 @@ maybe('ResponseCache over RedisStore', () => {
 
   afterAll(async () => {
     if (!redis) return;
-    for (const prefix of prefixes) await deleteOwnKeys(client, prefix);
+    await deleteKeysUnder(url, prefixes);
     client.disconnect();
     await redis.stop();
   });
@@ -63,7 +53,7 @@ maybe('ResponseCache over RedisStore', () => {
       return {
         store,
         close: async () => {
-          await deleteOwnKeys(client, prefix);
+          await deleteKeysUnder(url, [prefix]);
           await store.close();
         },
       };
@@ -93,7 +83,7 @@ maybe('ResponseCache over RedisStore', () => {
       expect(ttl).toBeGreaterThan(30 * 3_600_000 - 60_000);
       expect(ttl).toBeLessThanOrEqual(30 * 3_600_000);
     } finally {
-      await deleteOwnKeys(client, prefix);
+      await deleteKeysUnder(url, [prefix]);
       await store.close();
     }
   });
@@ -114,7 +104,7 @@ maybe('ResponseCache over RedisStore', () => {
       expect((await replicaA.lookup(request('company'))).action).toBe('fetch');
       expect((await replicaA.lookup(request('requisites'))).action).toBe('fetch');
     } finally {
-      await deleteOwnKeys(client, prefix);
+      await deleteKeysUnder(url, [prefix]);
       await a.close();
       await b.close();
     }

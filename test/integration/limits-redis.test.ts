@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.ts';
 import { RateGovernor } from '../../src/limits/rate-governor.ts';
 import { RedisStore } from '../../src/store/redis-store.ts';
+import { maxInAnyInterval, median } from '../helpers/intervals.ts';
 import { deleteKeysUnder, startTestRedis, uniquePrefix } from '../helpers/redis.ts';
 
 const redis = await startTestRedis();
@@ -36,18 +37,6 @@ function replica(prefix: string, classes: ConstructorParameters<typeof RateGover
   opened.governors.push(governor);
   return { store, governor };
 }
-
-function maxInAnyWindow(sorted: number[], window: number): number {
-  let worst = 0;
-  let lo = 0;
-  for (let hi = 0; hi < sorted.length; hi++) {
-    while ((sorted[hi] as number) - (sorted[lo] as number) >= window) lo++;
-    worst = Math.max(worst, hi - lo + 1);
-  }
-  return worst;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 const maybe = redis ? describe : describe.skip;
 
@@ -110,7 +99,7 @@ maybe('rate limits across three replicas on one Redis', () => {
     const starts = [...seen.values()].sort((a, b) => a - b);
     const first = starts[0] ?? 0;
     const inRun = starts.filter((t) => t < first + RUN_MS).length;
-    const worst = maxInAnyWindow(starts, WINDOW);
+    const worst = maxInAnyInterval(starts, WINDOW);
     console.log(
       `redis x3: granted=${granted} logged=${starts.length} max-in-any-window=${worst}/${LIMIT} used=${inRun}/${(RUN_MS / WINDOW) * LIMIT} trickle served=${trickleWaits.length} refused=${trickleDenied} median=${median(trickleWaits)}ms max=${Math.max(...trickleWaits)}ms`,
     );

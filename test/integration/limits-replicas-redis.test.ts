@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knownInns } from '../emulator/emulator-harness.ts';
 import { type GatewayInstance, type ReplicaHarness, startRedisReplicas } from '../helpers/gateway-harness.ts';
+import { maxInAnyInterval } from '../helpers/intervals.ts';
 
 const WINDOW_MS = 2_000;
 const KEY_LIMIT = 12;
@@ -31,16 +32,6 @@ beforeAll(async () => {
   if (replicas) gateways = [replicas.h.gateway, replicas.second, await replicas.another()];
 });
 afterAll(() => replicas?.close());
-
-function maxInAnyInterval(times: number[], ms: number): number {
-  let best = 0;
-  let j = 0;
-  for (let i = 0; i < times.length; i++) {
-    while (times[i]! - times[j]! >= ms) j++;
-    best = Math.max(best, i - j + 1);
-  }
-  return best;
-}
 
 describe('three replicas on one Redis, five apps flooding', () => {
   it('never more than the limit in any interval of the window, and the allowance used', async (ctx) => {

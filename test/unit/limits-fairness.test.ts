@@ -7,25 +7,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.ts';
 import { RateGovernor } from '../../src/limits/rate-governor.ts';
 import { MemoryStore } from '../../src/store/memory-store.ts';
+import { maxInAnyInterval, median } from '../helpers/intervals.ts';
 
 const WINDOW = 3000;
 const LIMIT = 20;
 const SCALE = WINDOW / 60_000;
 const RUN_MS = 3 * WINDOW;
-
-/** The most grants inside any half-open interval [t, t + window). */
-function maxInAnyWindow(times: number[], window: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let worst = 0;
-  let lo = 0;
-  for (let hi = 0; hi < sorted.length; hi++) {
-    while ((sorted[hi] as number) - (sorted[lo] as number) >= window) lo++;
-    worst = Math.max(worst, hi - lo + 1);
-  }
-  return worst;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 let governor: RateGovernor | null = null;
 afterEach(async () => {
@@ -68,7 +55,7 @@ describe('search under a flood (memory store, real time)', () => {
     await g.close();
     await Promise.all(pending);
 
-    expect(maxInAnyWindow(grants, WINDOW)).toBeLessThanOrEqual(LIMIT);
+    expect(maxInAnyInterval(grants, WINDOW)).toBeLessThanOrEqual(LIMIT);
     const inRun = grants.filter((t) => t < start + RUN_MS).length;
     expect(inRun / ((RUN_MS / WINDOW) * LIMIT)).toBeGreaterThanOrEqual(0.95);
     expect(trickleWaits.length).toBeGreaterThanOrEqual(15);
