@@ -12,7 +12,6 @@
 // Redis: REDIS_URL, else redis://127.0.0.1:6379; a unique key prefix, and only the keys under
 // it are deleted at the end.
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -22,6 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
+import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
 
 const argValue = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
@@ -65,52 +65,6 @@ interface Server {
   url: string;
   token: string;
   child: Child;
-}
-
-interface Child {
-  process: ChildProcess;
-  /** The last few KB the child printed (diagnostics). */
-  tail(): string;
-}
-
-function start(
-  args: string[],
-  env: Record<string, string>,
-  ready: RegExp,
-): Promise<{ child: Child; match: RegExpExecArray }> {
-  const proc = spawn(process.execPath, ['bin/cpgw.js', ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const child: Child = { process: proc, tail: () => out };
-  return new Promise((resolve, reject) => {
-    let started = false;
-    const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 20_000);
-    const on = (chunk: Buffer) => {
-      out = (out + chunk.toString()).slice(-8192); // keep draining the pipe; keep only a tail
-      const match = started ? null : ready.exec(out);
-      if (match) {
-        started = true;
-        clearTimeout(timer);
-        resolve({ child, match });
-      }
-    };
-    proc.stdout!.on('data', on);
-    proc.stderr!.on('data', on);
-    proc.once('exit', (code) => {
-      if (!started) reject(new Error(`exited ${code}: ${out}`));
-    });
-  });
-}
-
-async function stop(child: Child): Promise<void> {
-  if (child.process.exitCode !== null || child.process.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.process.once('exit', resolve));
-  child.process.kill('SIGTERM');
-  const timer = setTimeout(() => child.process.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 /** CPU ms (user + system) a process has used so far, from /proc (Linux); null elsewhere. */
@@ -386,14 +340,14 @@ try {
   // headroom work on every answer grows with that limit), the twin answers the direct reads
   // with limits high enough never to refuse one.
   const emulatorArgs = ['emulator', '--port', '0', '--api-key', `${UPSTREAM_KEY};name=bench`];
-  const emu = await start(
+  const emu = await startCpgw(
     [...emulatorArgs, '--key-limit', String(UPSTREAM_KEY_LIMIT)],
     {},
     /http:\/\/127\.0\.0\.1:\d+/,
   );
   children.push(emu.child);
   const emuUrl = emu.match[0];
-  const twin = await start(
+  const twin = await startCpgw(
     [
       ...emulatorArgs,
       '--key-limit',
@@ -421,11 +375,11 @@ try {
   };
   const listening = /listening on (http:\/\/[^\s)]+)/;
   const servers: Server[] = [];
-  const memory = await start(['start'], gatewayEnv, listening);
+  const memory = await startCpgw(['start'], gatewayEnv, listening);
   children.push(memory.child);
   servers.push({ name: 'gateway, memory', url: memory.match[1]!, token, child: memory.child });
   if (redis) {
-    const shared = await start(
+    const shared = await startCpgw(
       ['start'],
       { ...gatewayEnv, CPGW_REDIS_URL: REDIS_URL, CPGW_STORE_PREFIX: PREFIX },
       listening,
@@ -526,7 +480,7 @@ try {
     }
   }
 } finally {
-  for (const child of children.reverse()) await stop(child);
+  for (const child of children.reverse()) await stopCpgw(child);
   await rm(dir, { recursive: true, force: true });
   if (redis) {
     cleanup = await deleteOwnKeys(redis);

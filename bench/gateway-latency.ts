@@ -4,47 +4,22 @@
 // alternates direct and gateway calls (sequential, keep-alive) so both see the same machine
 // state, then prints median/p99 of both and of the difference, and writes
 // bench/results/gateway-latency.json. Run: node bin/run-ts.js bench/gateway-latency.ts [N]
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
+import { startCpgw } from './cpgw-process.ts';
 
 const N = Number(process.argv[2] ?? 2000);
 const UPSTREAM_KEY = 'bench-upstream-key';
-
-function start(
-  args: string[],
-  env: Record<string, string>,
-  ready: RegExp,
-): Promise<{ child: ChildProcess; out: string }> {
-  const child = spawn('node', ['bin/cpgw.js', ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 20_000);
-    const on = (c: Buffer) => {
-      out += c.toString();
-      if (ready.test(out)) {
-        clearTimeout(timer);
-        resolve({ child, out });
-      }
-    };
-    child.stdout!.on('data', on);
-    child.stderr!.on('data', on);
-    child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
-  });
-}
 
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const round = (x: number) => Math.round(x * 1000) / 1000;
 
-const emu = await start(
+const emu = await startCpgw(
   [
     'emulator',
     '--port',
@@ -59,7 +34,7 @@ const emu = await start(
   {},
   /http:\/\/127\.0\.0\.1:\d+/,
 );
-const emuUrl = /http:\/\/127\.0\.0\.1:\d+/.exec(emu.out)![0];
+const emuUrl = emu.match[0];
 const token = newToken();
 const dir = await mkdtemp(join(tmpdir(), 'cpgw-bench-'));
 const configFile = join(dir, 'gateway.yaml');
@@ -69,12 +44,12 @@ await writeFile(
   // upstream reports), or the bench would measure the rate queue instead of the gateway.
   `log:\n  level: warn\nlimits:\n  key: { limit: 1000000, burst: 1000000 }\n  suggest: { limit: 1000000, burst: 1000000 }\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
 );
-const gw = await start(
+const gw = await startCpgw(
   ['start'],
   { CPGW_CONFIG: configFile, CPGW_PORT: '0', CPGW_UPSTREAM_URL: emuUrl, CPGW_UPSTREAM_API_KEY: UPSTREAM_KEY },
-  /listening on http:\/\/[^\s]+/,
+  /listening on (http:\/\/[^\s)]+)/,
 );
-const gwUrl = /listening on (http:\/\/[^\s)]+)/.exec(gw.out)![1]!;
+const gwUrl = gw.match[1]!;
 
 const direct = new Pool(emuUrl, { connections: 1 });
 const gateway = new Pool(gwUrl, { connections: 1 });
@@ -128,8 +103,8 @@ for (const route of routes) {
 }
 await direct.close();
 await gateway.close();
-gw.child.kill('SIGTERM');
-emu.child.kill('SIGTERM');
+gw.child.process.kill('SIGTERM');
+emu.child.process.kill('SIGTERM');
 await mkdir('bench/results', { recursive: true });
 const report = {
   bench: 'gateway-latency',

@@ -16,7 +16,6 @@
 // Run: node bin/run-ts.js bench/limits-soak.ts [loadSeconds=120] [afterKillSeconds=130] [fairSeconds=90]
 // Needs Redis: REDIS_URL, else redis://127.0.0.1:6379. Only keys under its own prefix are
 // written, and they are deleted at the end.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -26,6 +25,7 @@ import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { knownInns } from '../test/emulator/emulator-harness.ts';
 import { maxInAnyInterval } from '../test/helpers/intervals.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
+import { startCpgw } from './cpgw-process.ts';
 
 const LOAD_S = Number(process.argv[2] ?? 120);
 const AFTER_KILL_S = Number(process.argv[3] ?? 130);
@@ -37,37 +37,12 @@ const FLOODERS = ['app-a', 'app-b', 'app-c', 'app-d', 'app-e'];
 const WORKERS_PER_FLOODER = 8;
 const MAX_WAIT_MS = 20_000;
 
-function start(
-  args: string[],
-  env: Record<string, string>,
-  ready: RegExp,
-): Promise<{ child: ChildProcess; out: string }> {
-  const child = spawn('node', ['bin/cpgw.js', ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 30_000);
-    const on = (c: Buffer) => {
-      out += c.toString();
-      if (ready.test(out)) {
-        clearTimeout(timer);
-        resolve({ child, out });
-      }
-    };
-    child.stdout!.on('data', on);
-    child.stderr!.on('data', on);
-    child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
-  });
-}
-
-const emu = await start(
+const emu = await startCpgw(
   ['emulator', '--port', '0', '--api-key', `${UPSTREAM_KEY};name=soak`, '--wallet', '100000000000'],
   {},
   /http:\/\/127\.0\.0\.1:\d+/,
 );
-const emuUrl = /http:\/\/127\.0\.0\.1:\d+/.exec(emu.out)![0];
+const emuUrl = emu.match[0];
 
 const apps = [...FLOODERS, 'trickle'];
 const FLOOD_APP = FLOODERS[0]!;
@@ -93,7 +68,7 @@ await writeFile(
 );
 const gateways = await Promise.all(
   [0, 1, 2].map(() =>
-    start(
+    startCpgw(
       ['start'],
       {
         CPGW_CONFIG: configFile,
@@ -101,11 +76,11 @@ const gateways = await Promise.all(
         CPGW_UPSTREAM_URL: emuUrl,
         CPGW_UPSTREAM_API_KEY: UPSTREAM_KEY,
       },
-      /listening on http:\/\/[^\s]+/,
+      /listening on (http:\/\/[^\s)]+)/,
     ),
   ),
 );
-const urls = gateways.map((g) => /listening on (http:\/\/[^\s)]+)/.exec(g.out)![1]!);
+const urls = gateways.map((g) => g.match[1]!);
 const pools = urls.map((u) => new Pool(u, { connections: 64 }));
 const alive = [true, true, true];
 console.log(`emulator ${emuUrl}; gateways ${urls.join(', ')}; Redis prefix ${PREFIX}`);
@@ -221,7 +196,7 @@ const progress = setInterval(() => {
 }, 10_000);
 await new Promise((r) => setTimeout(r, LOAD_S * 1000));
 const killAt = Date.now();
-gateways[2]!.child.kill('SIGKILL');
+gateways[2]!.child.process.kill('SIGKILL');
 alive[2] = false;
 console.log(`t=${LOAD_S}s SIGKILL gateway 3 (${urls[2]})`);
 await new Promise((r) => setTimeout(r, AFTER_KILL_S * 1000));
@@ -311,8 +286,8 @@ await mkdir('bench/results', { recursive: true });
 await writeFile('bench/results/limits-soak.json', `${JSON.stringify(results, null, 2)}\n`);
 
 for (const p of pools) await p.destroy();
-for (const g of gateways) g.child.kill('SIGTERM');
-emu.child.kill('SIGTERM');
+for (const g of gateways) g.child.process.kill('SIGTERM');
+emu.child.process.kill('SIGTERM');
 await deleteKeysUnder(REDIS_URL, [PREFIX]);
 // The issue's targets, each printed. "Regains the dead replica's capacity within 60 s": in the
 // first minute after the kill the survivors use the allowance as fully as three replicas did

@@ -1,0 +1,50 @@
+// A `cpgw` process (the gateway or the emulator) for the benchmarks: started from bin/cpgw.js,
+// ready when its output matches, drained for its whole life (only a tail is kept, so a long
+// run's logs cost no memory), stopped with SIGTERM and, after 10 s, SIGKILL.
+import { type ChildProcess, spawn } from 'node:child_process';
+
+export interface Child {
+  process: ChildProcess;
+  /** The last few KB the child printed (diagnostics). */
+  tail(): string;
+}
+
+export function startCpgw(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<{ child: Child; match: RegExpExecArray }> {
+  const proc = spawn(process.execPath, ['bin/cpgw.js', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const child: Child = { process: proc, tail: () => out };
+  return new Promise((resolve, reject) => {
+    let started = false;
+    const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 20_000);
+    const on = (chunk: Buffer) => {
+      out = (out + chunk.toString()).slice(-8192); // keep draining the pipe; keep only a tail
+      const match = started ? null : ready.exec(out);
+      if (match) {
+        started = true;
+        clearTimeout(timer);
+        resolve({ child, match });
+      }
+    };
+    proc.stdout!.on('data', on);
+    proc.stderr!.on('data', on);
+    proc.once('exit', (code) => {
+      if (!started) reject(new Error(`exited ${code}: ${out}`));
+    });
+  });
+}
+
+export async function stopCpgw(child: Child): Promise<void> {
+  if (child.process.exitCode !== null || child.process.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.process.once('exit', resolve));
+  child.process.kill('SIGTERM');
+  const timer = setTimeout(() => child.process.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
