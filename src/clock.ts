@@ -1,25 +1,94 @@
-// Time source for every piece of cost, window, budget, limiter and cache logic.
-// Nothing in those modules may call Date.now() directly: tests drive a ManualClock so
-// 15-minute windows, calendar budgets and 60-second limits run in milliseconds.
+// Time and chance for every piece of cost, window, budget, limiter, retry and cache logic.
+// Nothing in those modules may call Date.now(), setTimeout() or Math.random() directly: tests
+// drive a ManualClock (and a seeded Random), so 15-minute windows, calendar budgets, 60-second
+// limits, retry backoff and lock waits run in milliseconds and the same way every time.
 
 export interface Clock {
   /** Milliseconds since the Unix epoch. */
   now(): number;
+  /**
+   * Resolves once `ms` of this clock's time has passed, or at once when `signal` aborts (it never
+   * rejects: a caller that cares checks `signal.aborted` afterwards).
+   */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
-export const systemClock: Clock = { now: () => Date.now() };
+/** A source of uniformly distributed numbers in [0, 1) (jitter, backoff). */
+export type Random = () => number;
 
-/** A clock that only moves when told to. */
+export const systemRandom: Random = Math.random;
+
+/** A small deterministic Random for tests (mulberry32). */
+export function seededRandom(seed: number): Random {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Real-time sleep on the event loop's timers. */
+export function timerSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+export const systemClock: Clock = { now: () => Date.now(), sleep: timerSleep };
+
+interface Sleeper {
+  wakeAt: number;
+  resolve: () => void;
+}
+
+/** A clock that only moves when told to; its sleepers wake when it is moved past their time. */
 export class ManualClock implements Clock {
+  private readonly sleepers = new Set<Sleeper>();
+
   constructor(private ms: number = Date.UTC(2026, 0, 15, 9, 0, 0)) {}
+
   now(): number {
     return this.ms;
   }
-  advance(ms: number): void {
-    this.ms += ms;
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (ms <= 0 || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const sleeper: Sleeper = {
+        wakeAt: this.ms + ms,
+        resolve: () => {
+          this.sleepers.delete(sleeper);
+          signal?.removeEventListener('abort', sleeper.resolve);
+          resolve();
+        },
+      };
+      this.sleepers.add(sleeper);
+      signal?.addEventListener('abort', sleeper.resolve, { once: true });
+    });
   }
+
+  /** How many sleeps are waiting for this clock to move (tests wait for a stage to park). */
+  get pendingSleeps(): number {
+    return this.sleepers.size;
+  }
+
+  advance(ms: number): void {
+    this.set(this.ms + ms);
+  }
+
   set(ms: number): void {
     this.ms = ms;
+    for (const s of [...this.sleepers]) if (s.wakeAt <= this.ms) s.resolve();
   }
 }
 
@@ -29,6 +98,9 @@ export class OffsetClock implements Clock {
   constructor(private readonly base: Clock = systemClock) {}
   now(): number {
     return this.base.now() + this.offsetMs;
+  }
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return this.base.sleep(ms, signal);
   }
   advance(ms: number): void {
     this.offsetMs += ms;

@@ -2,7 +2,7 @@
 // in due order, windows and idempotency keys expire on the emulator clock, and "the same
 // request" ignores query order and JSON key order.
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.ts';
+import { ManualClock, systemClock } from '../../src/clock.ts';
 import { ClockScheduler } from '../../src/emulator/clock-scheduler.ts';
 import { CoverageWindows } from '../../src/emulator/coverage-windows.ts';
 import {
@@ -35,7 +35,7 @@ describe('clock scheduler', () => {
   });
 
   it('also fires on real timers', async () => {
-    const scheduler = new ClockScheduler({ now: () => Date.now() });
+    const scheduler = new ClockScheduler(systemClock);
     const fired = await new Promise<number>((resolve) => scheduler.after(20, () => resolve(Date.now())));
     expect(fired).toBeGreaterThan(0);
     scheduler.close();
