@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { registerAdminRoutes } from './admin/admin-routes.ts';
 import { ResponseCache, resolveCacheConfig } from './cache/index.ts';
 import { CheckTickets } from './checks/check-tickets.ts';
-import type { Clock } from './clock.ts';
+import { type Clock, type Random, systemRandom } from './clock.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { BudgetGuard } from './cost/budget-guard.ts';
 import { ChargeGate } from './cost/charge-gate.ts';
@@ -24,12 +24,13 @@ import { ApiError, errorEnvelope } from './errors.ts';
 import { RateGovernor } from './limits/index.ts';
 import { registerHealthRoutes } from './ops/health-routes.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
-import { ClientGone } from './pipeline/forward.ts';
-import { makeHandler } from './pipeline/index.ts';
+import { makePipeline } from './pipeline/index.ts';
+import { describeCause } from './pipeline/respond.ts';
+import { ClientGone } from './pipeline/stages/upstream.ts';
+import { UPSTREAM_ROUTES } from './route-table.ts';
 import { type Store, StoreUnavailableError } from './store/store.ts';
 import { GovernedUpstream } from './upstream/governed-upstream.ts';
 import type { UpstreamClient } from './upstream/upstream-client.ts';
-import { UPSTREAM_ROUTES } from './upstream-routes.ts';
 
 export interface ServerDeps {
   config: GatewayConfig;
@@ -37,6 +38,8 @@ export interface ServerDeps {
   store: Store;
   clock: Clock;
   logger: Logger;
+  /** Jitter source (retry backoff); Math.random unless a test injects a seeded one. */
+  random?: Random;
 }
 
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
@@ -144,8 +147,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     await pipelineDeps.upstream.governor.close();
   });
   registerAdminRoutes(app, pipelineDeps);
+  const handlerFor = makePipeline(pipelineDeps);
   for (const route of UPSTREAM_ROUTES) {
-    app.route({ method: route.method, url: route.url, handler: makeHandler(route, pipelineDeps) });
+    app.route({ method: route.method, url: route.url, handler: handlerFor(route) });
   }
   return app;
 }
@@ -186,6 +190,7 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
     upstream,
     store,
     clock,
+    random: deps.random ?? systemRandom,
     logger,
     windows,
     gate: new ChargeGate({ store, clock, windows }),
@@ -216,10 +221,4 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
         logger.warn({ err: (err as Error).message, op: where.op }, 'cache fault; treated as a miss'),
     }),
   };
-}
-
-function describeCause(cause: unknown): string | undefined {
-  if (!cause) return undefined;
-  const c = cause as { message?: string };
-  return c.message ?? String(cause);
 }

@@ -19,7 +19,7 @@
 //
 // Must never: throw on bytes it did not write (decode returns null), or store a header that
 // belongs to one call rather than to the answer.
-import type { RouteName } from '../upstream-routes.ts';
+import type { RouteName } from '../route-table.ts';
 import type { CacheKind } from './cache-config.ts';
 import type { BodyEncoding } from './content-coding.ts';
 

@@ -9,7 +9,7 @@
 // Must never: let two requests that can get different upstream answers share a key, or let
 // a query parameter the upstream ignores split one answer into many keys.
 import { createHash } from 'node:crypto';
-import type { RouteName } from '../upstream-routes.ts';
+import { type RouteName, routeSpec } from '../route-table.ts';
 import type { CacheKind } from './cache-config.ts';
 
 export interface CachePolicy {
@@ -28,64 +28,71 @@ const NEGATIVE_ROUTES: ReadonlySet<RouteName> = new Set(['company', 'requisites'
 /** Query text longer than this (UTF-8 bytes, encoded) is replaced by its hash in the key. */
 const MAX_PLAIN_QUERY_BYTES = 64;
 
-/** The policy of one request, or null when the route is never cached. */
-export function cachePolicy(
-  route: RouteName,
-  params: Readonly<Record<string, string | undefined>>,
-  query: Readonly<Record<string, unknown>>,
-): CachePolicy | null {
-  switch (route) {
-    case 'company': {
-      const inn = params.inn;
-      return inn ? { key: `company:${inn}`, kind: 'dossier', inn, windowed: true } : null;
-    }
-    case 'section': {
-      const { inn, section } = params;
-      if (!inn || !section) return null;
-      const cursor = stringParam(query.cursor);
-      // An absent cursor and an empty one are kept apart: the spec does not say they are the same page.
-      const page = cursor === undefined ? '-' : `c=${queryText(cursor)}`;
-      return { key: `section:${inn}:${section}:${page}`, kind: 'dossier', inn, windowed: true };
-    }
-    case 'requisites': {
-      const inn = params.inn;
-      return inn ? { key: `requisites:${inn}`, kind: 'requisites', inn, windowed: true } : null;
-    }
-    case 'person': {
-      const inn = params.inn;
-      return inn ? { key: `person:${inn}`, kind: 'person', inn, windowed: false } : null;
-    }
-    case 'bank': {
-      const bic = params.bic;
-      return bic ? { key: `bank:${bic}`, kind: 'bank', inn: null, windowed: false } : null;
-    }
-    case 'check_poll': {
-      const uuid = params.uuid?.toLowerCase();
-      return uuid ? { key: `check:${uuid}`, kind: 'check', inn: null, windowed: false } : null;
-    }
-    case 'suggest': {
-      const q = normalizeQueryText(stringParam(query.q));
-      return q === undefined
-        ? null
-        : { key: `suggest:${queryText(q)}`, kind: 'suggest', inn: null, windowed: false };
-    }
-    case 'search': {
-      const q = normalizeQueryText(stringParam(query.q));
-      if (q === undefined) return null;
-      const kind = stringParam(query.kind) ?? 'all';
-      const pageText = stringParam(query.page);
-      const page = pageText === undefined ? 1 : Number.parseInt(pageText, 10);
-      if (!Number.isSafeInteger(page)) return null;
-      return {
-        key: `search:${encodeURIComponent(kind)}:${page}:${queryText(q)}`,
-        kind: 'search',
-        inn: null,
-        windowed: false,
-      };
-    }
-    default:
-      return null; // me, openapi, check_create: never cached
-  }
+type Params = Readonly<Record<string, string | undefined>>;
+type Query = Readonly<Record<string, unknown>>;
+
+/** The policy of one request, or null when the route is never cached (the route table says). */
+export function cachePolicy(route: RouteName, params: Params, query: Query): CachePolicy | null {
+  return routeSpec(route).cache?.(params, query) ?? null;
+}
+
+// One policy builder per cached route; the route table (src/route-table.ts) names them.
+
+export function companyPolicy(params: Params): CachePolicy | null {
+  const inn = params.inn;
+  return inn ? { key: `company:${inn}`, kind: 'dossier', inn, windowed: true } : null;
+}
+
+export function sectionPolicy(params: Params, query: Query): CachePolicy | null {
+  const { inn, section } = params;
+  if (!inn || !section) return null;
+  const cursor = stringParam(query.cursor);
+  // An absent cursor and an empty one are kept apart: the spec does not say they are the same page.
+  const page = cursor === undefined ? '-' : `c=${queryText(cursor)}`;
+  return { key: `section:${inn}:${section}:${page}`, kind: 'dossier', inn, windowed: true };
+}
+
+export function requisitesPolicy(params: Params): CachePolicy | null {
+  const inn = params.inn;
+  return inn ? { key: `requisites:${inn}`, kind: 'requisites', inn, windowed: true } : null;
+}
+
+export function personPolicy(params: Params): CachePolicy | null {
+  const inn = params.inn;
+  return inn ? { key: `person:${inn}`, kind: 'person', inn, windowed: false } : null;
+}
+
+export function bankPolicy(params: Params): CachePolicy | null {
+  const bic = params.bic;
+  return bic ? { key: `bank:${bic}`, kind: 'bank', inn: null, windowed: false } : null;
+}
+
+export function checkPolicy(params: Params): CachePolicy | null {
+  // Check ids are compared in canonical lower case, as the upstream does.
+  const uuid = params.uuid?.toLowerCase();
+  return uuid ? { key: `check:${uuid}`, kind: 'check', inn: null, windowed: false } : null;
+}
+
+export function suggestPolicy(_params: Params, query: Query): CachePolicy | null {
+  const q = normalizeQueryText(stringParam(query.q));
+  return q === undefined
+    ? null
+    : { key: `suggest:${queryText(q)}`, kind: 'suggest', inn: null, windowed: false };
+}
+
+export function searchPolicy(_params: Params, query: Query): CachePolicy | null {
+  const q = normalizeQueryText(stringParam(query.q));
+  if (q === undefined) return null;
+  const kind = stringParam(query.kind) ?? 'all';
+  const pageText = stringParam(query.page);
+  const page = pageText === undefined ? 1 : Number.parseInt(pageText, 10);
+  if (!Number.isSafeInteger(page)) return null;
+  return {
+    key: `search:${encodeURIComponent(kind)}:${page}:${queryText(q)}`,
+    kind: 'search',
+    inn: null,
+    windowed: false,
+  };
 }
 
 /** Which kind of entry an upstream answer becomes: its policy's kind, `negative`, or null (not stored). */

@@ -11,8 +11,8 @@
 // miss, reported through onError), read Date.now(), store an answer the client sent no-store
 // for, or replace a good (200) entry with an error or a negative answer.
 import type { Clock } from '../clock.ts';
+import { type RouteName, routeSpec } from '../route-table.ts';
 import type { Store } from '../store/store.ts';
-import type { RouteName } from '../upstream-routes.ts';
 import { type CacheConfig, type CacheKind, maxAgeFor, storageTtlMs } from './cache-config.ts';
 import type { RequestDirectives } from './cache-control.ts';
 import { type CacheEntry, decodeEntry, encodeEntry, selectHeaders } from './cache-entry.ts';
@@ -78,7 +78,7 @@ export class ResponseCache {
 
   /** Whether answers of this route are ever cached (the pipeline skips the cache otherwise). */
   static isCacheableRoute(route: RouteName): boolean {
-    return !['me', 'openapi', 'check_create'].includes(route);
+    return routeSpec(route).cache !== null;
   }
 
   /** The decision for one request. Never throws; a store fault is a miss. */

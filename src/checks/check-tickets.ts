@@ -1,29 +1,82 @@
-// Check tickets: which app created a check (another app polling it gets 404, as if it did
-// not exist) and the last moment the check was seen still collecting, which is the earliest
-// its data can have become ready: the coverage window is opened from there, never later.
+// Check tickets: which apps asked for a check (every one of them may poll it; any other app
+// gets 404, as if it did not exist), the last moment the check was seen still collecting (the
+// earliest its data can have become ready: the coverage window is opened from there, never
+// later), and the pending check of each company, so a second app asking for the same fresh check
+// while it is collected shares it instead of paying again. Ids are kept in canonical lower case
+// (the upstream compares them case-insensitively).
+//
+// Membership is one state key per (check, app), written with setIfAbsent: adding an app is never
+// a read-modify-write of a shared list.
 import type { Store } from '../store/store.ts';
 
 export interface CheckTicket {
   checkId: string;
+  /** The app that created (and paid for) the check. */
   app: string;
   inn: string;
   purpose: 'dossier' | 'requisites';
   /** Last time (ms) the upstream said the check was still being collected. */
   pendingAt: number;
+  /** The upstream's 202 body and Retry-After, replayed to an app that joins the check. */
+  ticketBody?: string;
+  retryAfter?: string;
+  /** True once the check's data was seen ready (200). */
+  ready?: boolean;
 }
 
+type TicketStore = Pick<Store, 'get' | 'set' | 'setIfAbsent'>;
+
 const TICKET_TTL_MS = 7 * 86_400_000;
-const key = (checkId: string) => `check:${checkId}`;
+/** How long a company's pending check is offered to other apps (the spec: minutes at most). */
+const PENDING_TTL_MS = 15 * 60_000;
+
+export const canonicalCheckId = (id: string) => id.toLowerCase();
+const key = (checkId: string) => `check:${canonicalCheckId(checkId)}`;
+const memberKey = (checkId: string, app: string) => `check:${canonicalCheckId(checkId)}:app:${app}`;
+const pendingKey = (inn: string, purpose: string) => `check-pending:${inn}:${purpose}`;
 
 export class CheckTickets {
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: TicketStore) {}
 
   async get(checkId: string): Promise<CheckTicket | null> {
     const raw = await this.store.get(key(checkId));
     return raw ? (JSON.parse(raw) as CheckTicket) : null;
   }
 
+  /** Whether `app` asked for this check (created it, or joined it). */
+  async allows(checkId: string, app: string): Promise<boolean> {
+    return (await this.store.get(memberKey(checkId, app))) !== null;
+  }
+
+  /** Records a check the upstream created (or answered at once) for `app`. */
   async put(ticket: CheckTicket): Promise<void> {
-    await this.store.set(key(ticket.checkId), JSON.stringify(ticket), TICKET_TTL_MS);
+    const t = { ...ticket, checkId: canonicalCheckId(ticket.checkId) };
+    await this.store.set(key(t.checkId), JSON.stringify(t), TICKET_TTL_MS);
+    await this.join(t.checkId, t.app);
+    if (!t.ready) await this.store.set(pendingKey(t.inn, t.purpose), t.checkId, PENDING_TTL_MS);
+  }
+
+  /** Lets another app poll this check. */
+  async join(checkId: string, app: string): Promise<void> {
+    await this.store.setIfAbsent(memberKey(checkId, app), '1', TICKET_TTL_MS);
+  }
+
+  /** The check still being collected for this company and purpose, if any. */
+  async pendingFor(inn: string, purpose: 'dossier' | 'requisites'): Promise<CheckTicket | null> {
+    const id = await this.store.get(pendingKey(inn, purpose));
+    if (!id) return null;
+    const ticket = await this.get(id);
+    return ticket && !ticket.ready ? ticket : null;
+  }
+
+  /** The upstream said the check is still collecting at `at`. */
+  async stillPending(ticket: CheckTicket, at: number): Promise<void> {
+    await this.store.set(key(ticket.checkId), JSON.stringify({ ...ticket, pendingAt: at }), TICKET_TTL_MS);
+  }
+
+  /** The check's data was seen ready: it is no longer offered to other apps. */
+  async markReady(ticket: CheckTicket): Promise<void> {
+    await this.store.set(key(ticket.checkId), JSON.stringify({ ...ticket, ready: true }), TICKET_TTL_MS);
+    await this.store.set(pendingKey(ticket.inn, ticket.purpose), '', 1);
   }
 }

@@ -13,7 +13,8 @@ export interface SharedAnswer {
   body: Buffer;
 }
 
-export interface CoalesceResult<T extends SharedAnswer> {
+export interface CoalesceResult<T> {
+  /** The leader's outcome (in-process), or its parked answer (another replica's leader). */
   answer: T | SharedAnswer;
   /** true for followers: they did not make the call. */
   follower: boolean;
@@ -46,7 +47,7 @@ function decode(b: Buffer): SharedAnswer {
 }
 
 export class Coalescer {
-  private readonly inflight = new Map<string, Promise<SharedAnswer>>();
+  private readonly inflight = new Map<string, Promise<unknown>>();
   private readonly pollMs: number;
   private readonly maxParkBytes: number;
 
@@ -55,16 +56,21 @@ export class Coalescer {
     this.maxParkBytes = options.maxParkBytes ?? 2_000_000;
   }
 
-  async run<T extends SharedAnswer>(
+  /**
+   * Runs `call` once for every caller of the same key in flight. `parkable` picks what other
+   * replicas may read of the leader's outcome (an answer; never a refusal meant for one app).
+   */
+  async run<T>(
     key: string,
     deadline: number,
     call: () => Promise<T>,
+    parkable: (outcome: T) => SharedAnswer | null,
   ): Promise<CoalesceResult<T>> {
-    const local = this.inflight.get(key);
+    const local = this.inflight.get(key) as Promise<T> | undefined;
     if (local) return { answer: await local, follower: true };
-    let resolveShared!: (a: SharedAnswer) => void;
+    let resolveShared!: (a: T | SharedAnswer) => void;
     let rejectShared!: (e: unknown) => void;
-    const shared = new Promise<SharedAnswer>((res, rej) => {
+    const shared = new Promise<T | SharedAnswer>((res, rej) => {
       resolveShared = res;
       rejectShared = rej;
     });
@@ -73,14 +79,15 @@ export class Coalescer {
     try {
       let owner: string | null = null;
       if (this.options.distributed) {
-        const remote = await this.followRemote(key, deadline);
+        // The store down: coalesce in this process only (the charge gate still guards money).
+        const remote = await this.followRemote(key, deadline).catch(() => ({ owner: null }));
         if ('answer' in remote) {
           resolveShared(remote.answer);
           return { answer: remote.answer, follower: true };
         }
         owner = remote.owner;
       }
-      const answer = await this.lead(key, owner, call);
+      const answer = await this.lead(key, owner, call, parkable);
       resolveShared(answer);
       return { answer, follower: false };
     } catch (err) {
@@ -91,17 +98,19 @@ export class Coalescer {
     }
   }
 
-  private async lead<T extends SharedAnswer>(
+  private async lead<T>(
     key: string,
     owner: string | null,
     call: () => Promise<T>,
+    parkable: (outcome: T) => SharedAnswer | null,
   ): Promise<T> {
     if (owner === null) return call();
     const { store } = this.options;
     try {
       const answer = await call();
-      if (answer.body.length <= this.maxParkBytes) {
-        await store.cacheSet(`coalesce:answer:${key}`, encode(answer), { ttlMs: PARK_MS }).catch(() => {});
+      const parked = parkable(answer);
+      if (parked && parked.body.length <= this.maxParkBytes) {
+        await store.cacheSet(`coalesce:answer:${key}`, encode(parked), { ttlMs: PARK_MS }).catch(() => {});
       }
       return answer;
     } finally {
@@ -117,7 +126,7 @@ export class Coalescer {
   private async followRemote(
     key: string,
     deadline: number,
-  ): Promise<{ owner: string } | { answer: SharedAnswer }> {
+  ): Promise<{ owner: string | null } | { answer: SharedAnswer }> {
     const { store, clock } = this.options;
     const owner = randomUUID();
     const lock = `coalesce:lock:${key}`;
@@ -130,11 +139,11 @@ export class Coalescer {
     // Someone was in flight when we arrived: its parked answer, once there, is ours. Look for
     // it before trying the lock again, so the leader's release does not make us call twice.
     for (;;) {
-      await new Promise((r) => setTimeout(r, this.pollMs));
+      await clock.sleep(this.pollMs);
       const parked = await store.cacheGet(parkedKey);
       if (parked) return { answer: decode(parked) };
       if (await store.acquireLock(lock, owner, ttl())) return { owner };
-      if (clock.now() >= deadline) return { owner: '' };
+      if (clock.now() >= deadline) return { owner: null };
     }
   }
 }

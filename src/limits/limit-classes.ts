@@ -4,7 +4,7 @@
 //
 // Pure data and pure functions: no clock, no I/O. Must never decide whether a call may start
 // (that is rate-governor.ts) or know how a backend stores a class.
-import type { RouteName } from '../upstream-routes.ts';
+import { type RouteName, routeSpec } from '../route-table.ts';
 
 export type LimitClassName = 'key' | 'search' | 'suggest' | 'check';
 
@@ -68,28 +68,7 @@ export function limitClassesWith(
  * `openapi`: the spec states no limit, so it spends nothing. Suggest does not spend the key.
  */
 export function routeClasses(route: RouteName): LimitClassName[] {
-  switch (route) {
-    case 'openapi':
-      return [];
-    case 'suggest':
-      return ['suggest'];
-    case 'search':
-      return ['search', 'key'];
-    case 'check_create':
-      return ['check', 'key'];
-    case 'me':
-    case 'company':
-    case 'section':
-    case 'check_poll':
-    case 'requisites':
-    case 'bank':
-    case 'person':
-      return ['key'];
-    default: {
-      const unknown: never = route;
-      throw new TypeError(`unknown route ${String(unknown)}`);
-    }
-  }
+  return [...routeSpec(route).limits];
 }
 
 /** The class an upstream 429 `rate_limited` on this route pauses. */

@@ -10,8 +10,8 @@
 // gateway once the caller says so (release(false)).
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
+import type { RouteName } from '../route-table.ts';
 import type { LimitClassSpec, LimitClassState, Store, TakeResult } from '../store/store.ts';
-import type { RouteName } from '../upstream-routes.ts';
 import { type AppLimits, baseClassOf, ClassBook, type Headroom, isAppClass } from './class-book.ts';
 import { FairQueue } from './fair-queue.ts';
 import { FairShare } from './fair-share.ts';

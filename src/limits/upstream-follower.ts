@@ -10,8 +10,8 @@
 // atomic take), call Date.now() (the injected clock only), apply its own broadcast twice or let
 // a malformed broadcast set a limit.
 import type { Clock } from '../clock.ts';
+import type { RouteName } from '../route-table.ts';
 import type { Store } from '../store/store.ts';
-import type { RouteName } from '../upstream-routes.ts';
 import type { ClassBook, MinuteCap } from './class-book.ts';
 import { pausedClassOf, routeClasses, upstreamMinuteClassName } from './limit-classes.ts';
 import { readUpstreamSignals, type SignalOptions } from './upstream-signals.ts';

@@ -1,15 +1,24 @@
-// What one proxied request carries through the pipeline stages. Created by the route
-// handler, filled in stage by stage, read by the response writer and the request log line.
+// What one proxied request carries through the pipeline stages. The handler creates it with
+// the request's raw facts; each fact derived from them (the app, the charge shape, the cache
+// policy, the deadline, the company's windows, the check ticket) is computed ONCE by the stage
+// that owns it and read by the later ones, the response writer and the request log line.
+
+import type { CachePolicy } from '../cache/cache-keys.ts';
+import type { RequestDirectives } from '../cache/index.ts';
+import type { CheckTicket } from '../checks/check-tickets.ts';
 import type { AppConfig } from '../config/schema.ts';
-import type { IncomingCall, UpstreamRoute } from '../upstream-routes.ts';
+import type { BudgetHold } from '../cost/budget-guard.ts';
+import type { CompanyWindows } from '../cost/window-tracker.ts';
+import type { ChargeShape, IncomingCall, UpstreamRoute } from '../route-table.ts';
+import type { Refusal } from './outcome.ts';
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'COALESCED' | 'BYPASS';
 
 export interface RequestContext {
   requestId: string;
   route: UpstreamRoute;
-  /** null only on public routes (openapi). */
-  app: AppConfig | null;
+  /** Request headers as received (lower-case names). */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
   call: IncomingCall;
   /** Raw body bytes as the app sent them (POST). */
   rawBody: Buffer | undefined;
@@ -17,16 +26,51 @@ export interface RequestContext {
   pathAndQuery: string;
   /** Aborts when the client goes away before the answer is written. */
   signal: AbortSignal;
-  /** Filled by later stages, read by the log line and the response headers. */
+
+  // --- facts, each set once by its stage ---
+  /** authenticate: null only on public routes (openapi). */
+  app: AppConfig | null;
+  /** validate: X-Max-Wait-Ms as sent; undefined means the class default. */
+  maxWaitMs?: number;
+  /** validate: how the upstream bills this call; null for free routes. */
+  shape: ChargeShape | null;
+  /** validate: Cache-Control request directives. */
+  directives: RequestDirectives;
+  /** validate: the cache policy (null: never cached). */
+  policy: CachePolicy | null;
+  /** validate: absolute deadline (ms) for the whole request: rate-queue wait plus upstream time. */
+  deadline: number;
+  /** validate: per-attempt upstream timeout. */
+  timeoutMs: number;
+  /** cache / charge gate: the company's windows as last read. */
+  windows?: CompanyWindows;
+  /** checks: the ticket of the polled check, when the gateway knows it. */
+  ticket?: CheckTicket | null;
+  /** charge gate: an open window makes this call free (no lock taken). */
+  covered?: boolean;
+  /** budget: the estimate held on the budget counters until the record stage settles it. */
+  hold?: BudgetHold;
+  /** idempotency: the key sent upstream with a charged call. */
+  idempotencyKey?: string;
+  /** upstream: ms (clock) when the first attempt started. */
+  startedAt?: number;
+  /** retry: the attempt being made (0 = first). */
+  attempt?: number;
+  /** retry/upstream: the deadline of the attempts once the first started (queue time excluded). */
+  callDeadline?: number;
+
+  // --- outcome facts for headers and the log line ---
   cache?: CacheStatus;
   chargedMinor?: number;
   estimateMinor?: number;
   /** ISO time the company's free window ends, when known. */
   windowExpires?: string;
   upstreamMs?: number;
-  /** X-Max-Wait-Ms as sent (validated); undefined means the class default. */
-  maxWaitMs?: number;
   /** Time spent waiting in the rate queue. */
   queuedMs?: number;
   upstreamAttempts?: number;
+  /** The refusal written to the app, when it was refused (log line, metrics). */
+  refusal?: Refusal;
+  /** True when an attempt may have reached the upstream but no answer came back. */
+  outcomeUnknown?: boolean;
 }

@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import type { ResponseCache } from '../cache/index.ts';
 import type { CheckTickets } from '../checks/check-tickets.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock, Random } from '../clock.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { BudgetGuard } from '../cost/budget-guard.ts';
 import type { ChargeGate } from '../cost/charge-gate.ts';
@@ -19,6 +19,8 @@ export interface PipelineDeps {
   upstream: GovernedUpstream;
   store: Store;
   clock: Clock;
+  /** Jitter for retry backoff. */
+  random: Random;
   logger: Logger;
   windows: WindowTracker;
   gate: ChargeGate;

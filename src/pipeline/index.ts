@@ -1,70 +1,100 @@
-// The request lifecycle of a proxied /v1 call, declared in one place:
-//   authenticate → validate → (GET /v1/me: answered locally) → cache → execute → respond
-// where execute (execute.ts) is coalesce → charge gate → estimate → budget → upstream →
-// settle/record. Each stage is a small module; a refusal is an ApiError turned into one
-// HTTP answer by the server's error handler.
+// The request lifecycle of a proxied /v1 call, declared in one place: the stages below run in
+// this order, each `(ctx, next) => Promise<Outcome>` (stage.ts). A stage may answer by itself
+// (a refusal, a cache hit, the gateway's own /v1/me) or pass on and act on what comes back.
+//
+//   authenticate   token → app, scope                         (refuses 401/403)
+//   validate       upstream's input rules; facts computed once (refuses 422/404)
+//   localAnswers   GET /v1/me; only-if-cached on uncached routes
+//   checks         check ownership before the cache; tickets after (src/checks/)
+//   cache          HIT / STALE / MISS (stores the answer), before anything is spent
+//   coalesce       identical requests in flight share one call
+//   chargeGate     wait for a company's in-flight charge, or take its lock
+//   idempotency    the Idempotency-Key of this logical request
+//   budget         estimate, reserve on the caps                (refuses 402)
+//   record         settle, ledger, window: the money after the answer
+//   retry          pure retry policy, same key, injected clock
+//   upstreamCall   the governed upstream call                  (refuses 429)
+//
+// Refusals are values until refusals.ts writes them; respond.ts writes answers.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { parseCacheControl, ResponseCache } from '../cache/index.ts';
-import { ApiError } from '../errors.ts';
-import type { IncomingCall, UpstreamRoute } from '../upstream-routes.ts';
-import { authenticate } from './authenticate.ts';
-import { throughCache } from './cache-stage.ts';
+import { NO_DIRECTIVES } from '../cache/index.ts';
+import { checks } from '../checks/check-stage.ts';
+import type { IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { RequestContext } from './context.ts';
 import type { PipelineDeps } from './deps.ts';
-import { execute } from './execute.ts';
-import { answerMe } from './me.ts';
-import { respond } from './respond.ts';
-import { parseJsonBody, validate } from './validate.ts';
+import { isRefusal, type Outcome } from './outcome.ts';
+import { fromError } from './refusals.ts';
+import { writeAnswer, writeRefusal } from './respond.ts';
+import { compose, type StageFactory } from './stage.ts';
+import { authenticate } from './stages/authenticate.ts';
+import { budget } from './stages/budget.ts';
+import { cache } from './stages/cache.ts';
+import { chargeGate } from './stages/charge-gate.ts';
+import { coalesce } from './stages/coalesce.ts';
+import { idempotency } from './stages/idempotency.ts';
+import { localAnswers } from './stages/local-answers.ts';
+import { record } from './stages/record.ts';
+import { retry } from './stages/retry.ts';
+import { upstreamCall } from './stages/upstream.ts';
+import { parseJsonBody, validate } from './stages/validate.ts';
 
-export function makeHandler(route: UpstreamRoute, deps: PipelineDeps) {
-  return async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const app = authenticate(request.headers.authorization, route, deps.config.apps);
-    const rawBody =
-      route.method === 'POST' ? ((request.body as Buffer | undefined) ?? Buffer.alloc(0)) : undefined;
-    const idem = request.headers['idempotency-key'];
-    const call: IncomingCall = {
-      params: request.params as Record<string, string>,
-      query: request.query as Record<string, string | undefined>,
-      body: route.method === 'POST' ? parseJsonBody(rawBody) : undefined,
-      idempotencyKey: Array.isArray(idem) ? idem[0] : idem,
+export const STAGES: readonly StageFactory[] = [
+  authenticate,
+  validate,
+  localAnswers,
+  checks,
+  cache,
+  coalesce,
+  chargeGate,
+  idempotency,
+  budget,
+  record,
+  retry,
+  upstreamCall,
+];
+
+/** The fastify handler of every /v1 route: one context, the stages, one answer. */
+export function makePipeline(deps: PipelineDeps) {
+  const run = compose(STAGES.map((stage) => stage(deps)));
+  return (route: UpstreamRoute) =>
+    async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+      const rawBody =
+        route.method === 'POST' ? ((request.body as Buffer | undefined) ?? Buffer.alloc(0)) : undefined;
+      const idem = request.headers['idempotency-key'];
+      const call: IncomingCall = {
+        params: request.params as Record<string, string>,
+        query: request.query as Record<string, string | undefined>,
+        body: route.method === 'POST' ? parseJsonBody(rawBody) : undefined,
+        idempotencyKey: Array.isArray(idem) ? idem[0] : idem,
+      };
+      const ctx: RequestContext = {
+        requestId: request.id,
+        route,
+        headers: request.headers,
+        call,
+        rawBody,
+        pathAndQuery: request.url,
+        signal: clientGoneSignal(reply),
+        app: null,
+        shape: null,
+        directives: NO_DIRECTIVES,
+        policy: null,
+        deadline: 0,
+        timeoutMs: 0,
+      };
+      request.ctx = ctx;
+      let outcome: Outcome;
+      try {
+        outcome = await run(ctx);
+      } catch (err) {
+        // A fault from deeper code that is still ours to answer (the store down, an ApiError).
+        const refusal = fromError(err);
+        if (!refusal) throw err;
+        outcome = refusal;
+      }
+      if (isRefusal(outcome)) return writeRefusal(ctx, reply, outcome, deps);
+      return writeAnswer(ctx, reply, outcome, deps);
     };
-    const ctx: RequestContext = {
-      requestId: request.id,
-      route,
-      app,
-      call,
-      rawBody,
-      pathAndQuery: request.url,
-      signal: clientGoneSignal(reply),
-    };
-    request.ctx = ctx;
-    validate(route, call);
-    ctx.maxWaitMs = maxWaitHeader(request.headers['x-max-wait-ms']);
-    if (route.name === 'me') return answerMe(ctx, reply, deps);
-    if (ResponseCache.isCacheableRoute(route.name)) return throughCache(ctx, request, reply, deps);
-    // Nothing of this route is ever stored, so "only-if-cached" can only be a miss (RFC 9111
-    // 5.2.1.7): 504, and never an upstream call or a charge.
-    if (parseCacheControl(request.headers['cache-control']).onlyIfCached) throw new ApiError('not_cached');
-    return respond(ctx, reply, await execute(ctx, deps), deps);
-  };
-}
-
-/** Longest accepted X-Max-Wait-Ms: beyond it a caller should not hold a connection open. */
-export const MAX_WAIT_LIMIT_MS = 600_000;
-
-/** X-Max-Wait-Ms: milliseconds the caller will wait in the rate queue (0 = start now or refuse). */
-function maxWaitHeader(value: string | string[] | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const raw = Array.isArray(value) ? value[0] : value;
-  if (raw !== undefined && /^\d{1,9}$/.test(raw.trim()) && Number(raw) <= MAX_WAIT_LIMIT_MS)
-    return Number(raw);
-  throw ApiError.validation([
-    {
-      field: 'X-Max-Wait-Ms',
-      code: 'invalid_value',
-      message: `must be a whole number of milliseconds from 0 to ${MAX_WAIT_LIMIT_MS}`,
-    },
-  ]);
 }
 
 /** Aborts when the connection closes before the answer was fully written. */

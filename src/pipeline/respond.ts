@@ -1,12 +1,13 @@
-// Stage: writes an upstream answer to the app unchanged (status, body, Retry-After,
-// rate headers), moving the upstream's X-Request-Id to X-Upstream-Request-Id and adding
-// the gateway's headers: X-Charged-Minor (what THIS call cost), X-Cost-Estimate-Minor,
-// X-Window-Expires and X-Cache. X-RateLimit-* describe the APP's headroom in the shared
-// budget (not the upstream key's, which all apps share).
+// Writes the outcome to the app. An answer goes out unchanged (status, body, Retry-After, the
+// upstream's headers), the upstream's X-Request-Id moved to X-Upstream-Request-Id, plus the
+// gateway's headers: X-Charged-Minor (what THIS call cost), X-Cost-Estimate-Minor,
+// X-Window-Expires and X-Cache. A refusal goes out as the upstream's error envelope. X-RateLimit-*
+// describe the APP's headroom in the shared budget (not the upstream key's, which all apps share).
 import type { FastifyReply } from 'fastify';
-import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { RequestContext } from './context.ts';
 import type { PipelineDeps } from './deps.ts';
+import type { Answer, Refusal } from './outcome.ts';
+import { envelopeOf } from './refusals.ts';
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -25,39 +26,50 @@ const HOP_BY_HOP = new Set([
   'x-ratelimit-reset',
 ]);
 
-export async function respond(
+export async function writeAnswer(
   ctx: RequestContext,
   reply: FastifyReply,
-  res: UpstreamResponse,
+  answer: Answer,
   deps: PipelineDeps,
 ): Promise<FastifyReply> {
-  for (const [name, value] of Object.entries(res.headers)) {
+  for (const [name, value] of Object.entries(answer.headers)) {
     if (!HOP_BY_HOP.has(name)) reply.header(name, value);
   }
-  const upstreamId = res.headers['x-request-id'];
+  const upstreamId = answer.headers['x-request-id'];
   if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
   if (ctx.chargedMinor === undefined) {
-    const charged = res.headers['x-charged-minor'];
+    const charged = answer.headers['x-charged-minor'];
     if (charged !== undefined && /^\d+$/.test(charged)) ctx.chargedMinor = Number(charged);
   }
-  if (ctx.chargedMinor !== undefined && ctx.route.charged)
+  if (ctx.chargedMinor !== undefined && ctx.shape !== null)
     reply.header('x-charged-minor', String(ctx.chargedMinor));
   if (ctx.estimateMinor !== undefined) reply.header('x-cost-estimate-minor', String(ctx.estimateMinor));
   if (ctx.windowExpires) reply.header('x-window-expires', ctx.windowExpires);
   if (ctx.cache) reply.header('x-cache', ctx.cache);
   await rateLimitHeaders(ctx, reply, deps);
-  return reply.code(res.status).send(res.body);
+  return reply.code(answer.status).send(answer.body);
+}
+
+export async function writeRefusal(
+  ctx: RequestContext,
+  reply: FastifyReply,
+  refusal: Refusal,
+  deps: PipelineDeps,
+): Promise<FastifyReply> {
+  if (refusal.status >= 500)
+    deps.logger.warn({ code: refusal.code, cause: describeCause(refusal.cause) }, 'refused');
+  ctx.refusal = refusal;
+  // A charged route's refusal cost nothing; say so, as a charged answer would.
+  if (ctx.route.charge !== null) reply.header('x-charged-minor', String(ctx.chargedMinor ?? 0));
+  if (ctx.windowExpires) reply.header('x-window-expires', ctx.windowExpires);
+  return reply.code(refusal.status).headers(refusal.headers).send(envelopeOf(refusal, ctx.requestId));
 }
 
 /**
  * X-RateLimit-Limit / -Remaining / -Reset (Unix seconds) for the tightest class of the route,
  * as this app sees it (its caps and pauses counted). Omitted when the state cannot be read.
  */
-export async function rateLimitHeaders(
-  ctx: RequestContext,
-  reply: FastifyReply,
-  deps: PipelineDeps,
-): Promise<void> {
+async function rateLimitHeaders(ctx: RequestContext, reply: FastifyReply, deps: PipelineDeps): Promise<void> {
   if (!ctx.app) return;
   try {
     const h = await deps.upstream.governor.headroomFor(ctx.app.name, ctx.route.name);
@@ -68,4 +80,10 @@ export async function rateLimitHeaders(
   } catch (err) {
     deps.logger.warn({ err: (err as Error).message }, 'rate headroom unavailable; X-RateLimit-* omitted');
   }
+}
+
+export function describeCause(cause: unknown): string | undefined {
+  if (!cause) return undefined;
+  const c = cause as { message?: string };
+  return c.message ?? String(cause);
 }

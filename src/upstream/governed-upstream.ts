@@ -7,7 +7,7 @@
 // It never retries and never decides whether a call may start (the governor does); a refusal
 // comes back as a QueueRefusal error for the caller to turn into 429 rate_limited.
 import type { Denial, RateGovernor } from '../limits/index.ts';
-import type { RouteName } from '../upstream-routes.ts';
+import type { RouteName } from '../route-table.ts';
 import {
   type UpstreamClient,
   UpstreamFailure,
@@ -84,7 +84,8 @@ export class GovernedUpstream {
   }
 }
 
-function neverSent(err: unknown): boolean {
+/** True when the failure proves no byte reached the upstream (nothing can have been charged). */
+export function neverSent(err: unknown): boolean {
   if (!(err instanceof UpstreamFailure) || err.kind !== 'connection') return false;
   const code = (err.cause as { code?: string } | undefined)?.code;
   return code !== undefined && NEVER_SENT.has(code);

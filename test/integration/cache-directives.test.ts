@@ -163,7 +163,8 @@ describe('request Cache-Control', () => {
     const chargesBefore = (await h.ledger()).totals;
     const miss = await get(path, 'only-if-cached');
     expect(miss.status).toBe(504);
-    expect(miss.headers.get('x-charged-minor')).toBeNull();
+    // A charged route's refusal says what it cost: nothing.
+    expect(miss.headers.get('x-charged-minor')).toBe('0');
     const envelope = JSON.parse(miss.body) as {
       error: { code: string; message: string };
       meta: { request_id: string };

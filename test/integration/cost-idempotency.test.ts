@@ -22,7 +22,7 @@ describe('idempotency keys', () => {
     expect(res.headers.get('x-charged-minor')).toBe('9900');
     const charges = await chargesFor(inn!);
     expect(charges).toHaveLength(1);
-    expect(charges[0]!.idempotency_key).toMatch(/^gw1d-/);
+    expect(charges[0]!.idempotency_key).toMatch(/^gw1r-/);
     const requests = (await h.emu('/requests?route=company')) as { requests: Array<{ path: string }> };
     expect(requests.requests.filter((r) => r.path.includes(inn!)).length).toBe(2);
   });

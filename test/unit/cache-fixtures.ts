@@ -3,7 +3,7 @@
 import { NO_DIRECTIVES, parseCacheControl, type RequestDirectives } from '../../src/cache/cache-control.ts';
 import type { CacheRequest, UpstreamAnswer } from '../../src/cache/response-cache.ts';
 import { createEmulatorData, type EmulatorData } from '../../src/emulator/data/index.ts';
-import type { RouteName } from '../../src/upstream-routes.ts';
+import type { RouteName } from '../../src/route-table.ts';
 
 export const INN = '7707083893';
 export const OTHER_INN = '7736207543';

@@ -1,0 +1,70 @@
+// Stage: the response cache. Looks up before anything is spent (no budget, no rate slot, no
+// upstream call on a hit), stands in with a stale entry when the upstream fails, and stores what
+// the upstream answered (only the coalescing leader stores). Scopes and check ownership are
+// checked by the stages BEFORE this one: the cache is shared by all apps, its answers are not.
+// Reads the company's windows once (a refresh inside an open window is free upstream).
+import type { CacheEntry, CacheRequest } from '../../cache/index.ts';
+import type { RequestContext } from '../context.ts';
+import type { PipelineDeps } from '../deps.ts';
+import { type Answer, isRefusal } from '../outcome.ts';
+import { refuse } from '../refusals.ts';
+import type { StageFactory } from '../stage.ts';
+
+export const cache: StageFactory = (deps) => async (ctx, next) => {
+  if (ctx.policy === null) {
+    // A cached route whose request has no key (e.g. an unparsable page): passed through.
+    if (ctx.route.cache !== null) ctx.cache = 'BYPASS';
+    return next();
+  }
+  let windowOpen = false;
+  const covered = ctx.shape?.covered ?? null;
+  if (ctx.shape && covered) {
+    try {
+      ctx.windows = await deps.windows.get(ctx.shape.inn);
+      windowOpen = deps.windows.covers(ctx.windows, covered);
+      const expiry = deps.windows.expiry(ctx.windows, covered);
+      if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
+    } catch (err) {
+      // Unknown windows: judged closed, so a too-old entry is not refreshed "for free".
+      deps.logger.warn({ err: (err as Error).message }, 'windows unreadable; judged closed');
+    }
+  }
+  const creq: CacheRequest = {
+    route: ctx.route.name,
+    params: ctx.call.params,
+    query: ctx.call.query,
+    app: ctx.app?.name ?? null,
+    directives: ctx.directives,
+    windowOpen,
+    ...(ctx.ticket?.inn ? { inn: ctx.ticket.inn } : {}),
+  };
+  const found = await deps.cache.lookup(creq);
+  if (found.action === 'serve') return served(ctx, deps, found.entry, found.status);
+  if (found.action === 'not_cached') return refuse('not_cached');
+  if (found.action === 'bypass') {
+    ctx.cache = 'BYPASS';
+    return next();
+  }
+  const out = await next();
+  const failed = isRefusal(out)
+    ? out.code === 'upstream_unavailable'
+    : out.status === 502 || out.status === 503;
+  if (failed) {
+    const stale = deps.cache.onUpstreamError(found.staleEntry, ctx.directives, ctx.app?.name ?? null);
+    if (stale) return served(ctx, deps, stale, 'STALE');
+  }
+  if (isRefusal(out)) return out;
+  if (ctx.cache !== 'COALESCED') {
+    await deps.cache.save(creq, out);
+    ctx.cache = 'MISS';
+  }
+  return { ...out, headers: { ...out.headers, age: '0' } };
+};
+
+function served(ctx: RequestContext, deps: PipelineDeps, entry: CacheEntry, status: 'HIT' | 'STALE'): Answer {
+  const acceptEncoding = ctx.headers['accept-encoding'];
+  const rendered = deps.cache.render(entry, acceptEncoding, status);
+  ctx.cache = status;
+  ctx.chargedMinor = 0;
+  return { status: rendered.status, headers: rendered.headers, body: rendered.body };
+}

@@ -1,0 +1,32 @@
+// Stage: charge serialization per company (DESIGN.md "Cost rules"). While a charged call for an
+// INN is in flight, a call that the window it opens will cover waits for it (bounded by its
+// deadline) and then goes free. The caller that goes on holds the company's lock until the
+// record stage has recorded the window, so ten apps asking for a new company at once pay once.
+import { ChargeWaitTimeout } from '../../cost/charge-gate.ts';
+import { upstreamUnavailable } from '../refusals.ts';
+import type { StageFactory } from '../stage.ts';
+
+export const chargeGate: StageFactory = (deps) => async (ctx, next) => {
+  const need = ctx.shape?.covered ?? null;
+  if (ctx.shape === null || need === null || ctx.app === null) return next();
+  let gate: Awaited<ReturnType<typeof deps.gate.enter>>;
+  try {
+    gate = await deps.gate.enter(ctx.shape.inn, need, ctx.deadline, ctx.signal);
+  } catch (err) {
+    if (err instanceof ChargeWaitTimeout)
+      return upstreamUnavailable('charge_in_flight', { inn: ctx.shape.inn });
+    throw err;
+  }
+  ctx.windows = gate.windows;
+  ctx.covered = !gate.charged;
+  if (!gate.charged) return next();
+  try {
+    return await next();
+  } finally {
+    await gate
+      .release()
+      .catch((err: unknown) =>
+        deps.logger.warn({ err: (err as Error).message }, 'charge lock release failed; it expires by itself'),
+      );
+  }
+};

@@ -1,0 +1,68 @@
+// Stage (terminal): one governed upstream call. Builds the outgoing request (only the headers
+// the upstream needs; the upstream key is added by UpstreamClient), waits for a start from the
+// shared rate budget (GovernedUpstream): the first attempt within the app's X-Max-Wait-Ms, a
+// retry only within what is left of the deadline. A first attempt the queue cannot start in
+// time is 429 rate_limited (a value) and never reaches the upstream; time spent queued does not
+// eat into the upstream timeout. Transport failures are thrown as UpstreamFailure for the retry
+// stage; a caller gone while queued is thrown as ClientGone.
+import { QueueRefusal } from '../../upstream/governed-upstream.ts';
+import { UpstreamFailure } from '../../upstream/upstream-client.ts';
+import type { Answer } from '../outcome.ts';
+import { rateLimited } from '../refusals.ts';
+import type { Stage, StageFactory } from '../stage.ts';
+
+export class ClientGone extends Error {
+  constructor() {
+    super('client went away');
+    this.name = 'ClientGone';
+  }
+}
+
+/** The route is charged: keep going when the client leaves (the money is spent either way). */
+const survivesClient = (ctx: Parameters<Stage>[0]) => ctx.shape !== null;
+
+export const upstreamCall: StageFactory = (deps) => async (ctx) => {
+  const attempt = ctx.attempt ?? 0;
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (ctx.idempotencyKey) headers['idempotency-key'] = ctx.idempotencyKey;
+  if (ctx.rawBody !== undefined) headers['content-type'] = 'application/json';
+  const now = deps.clock.now();
+  const deadline = ctx.callDeadline ?? ctx.deadline;
+  const remaining = Math.max(0, deadline - now);
+  try {
+    const res = await deps.upstream.request({
+      app: ctx.app?.name ?? '_public',
+      route: ctx.route.name,
+      maxWaitMs: attempt === 0 ? ctx.maxWaitMs : remaining,
+      queueSignal: ctx.signal,
+      onStart: () => {
+        const started = deps.clock.now();
+        ctx.startedAt ??= started;
+        // From the first start on, all attempts together get timeoutMs.
+        if (attempt === 0) ctx.callDeadline = Math.min(ctx.deadline, started + ctx.timeoutMs);
+      },
+      method: ctx.route.method,
+      path: ctx.pathAndQuery,
+      headers,
+      body: ctx.rawBody,
+      // An upper bound; a retry may overrun the deadline by at most its own queue wait.
+      timeoutMs: Math.min(ctx.timeoutMs, attempt === 0 ? ctx.timeoutMs : remaining),
+      signal: survivesClient(ctx) ? undefined : ctx.signal,
+    });
+    ctx.queuedMs = (ctx.queuedMs ?? 0) + res.queuedMs;
+    ctx.upstreamMs = (ctx.upstreamMs ?? 0) + res.durationMs;
+    ctx.upstreamAttempts = attempt + 1;
+    const answer: Answer = { status: res.status, headers: res.headers, body: res.body };
+    return answer;
+  } catch (err) {
+    if (err instanceof QueueRefusal) {
+      if (err.denial.reason === 'aborted') throw new ClientGone();
+      return rateLimited(err.denial);
+    }
+    if (err instanceof UpstreamFailure) {
+      if (err.kind === 'aborted') throw new ClientGone();
+      ctx.upstreamAttempts = attempt + 1;
+    }
+    throw err;
+  }
+};
