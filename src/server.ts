@@ -2,10 +2,12 @@
 // but no listen() — tests and main.ts both use it. Owns nothing it did not create: the
 // store, the upstream client and the logger come in as dependencies.
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
+  type FastifyReply,
   LogController,
 } from 'fastify';
 import type { Logger } from 'pino';
@@ -53,7 +55,28 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     genReqId: () => randomUUID(),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // A slow sender cannot hold a connection: headers and the whole request have deadlines.
+    requestTimeout: config.server.requestTimeoutMs,
+    // Node looks for requests past their timeout this often (its default, 30 s, would let a slow
+    // sender overstay a short timeout by that much).
+    http: { connectionsCheckingInterval: Math.min(5_000, Math.ceil(config.server.requestTimeoutMs / 4)) },
+    keepAliveTimeout: config.server.keepAliveTimeoutMs,
+    // Node's own refusals (bad request line, headers too large, request timeout) in the
+    // upstream's envelope with an X-Request-Id, never Node's bare text.
+    clientErrorHandler: clientErrorAnswer,
+    // fastify's refusals before routing (a malformed path such as /v1/banks/%FF).
+    frameworkErrors: (err, request, rawReply) => {
+      (rawReply as unknown as FastifyReply)
+        .code(400)
+        .header('x-request-id', request.id)
+        .send(
+          errorEnvelope('validation_failed', request.id, {
+            fields: [{ field: 'path', code: 'invalid', message: err.message }],
+          }),
+        );
+    },
   });
+  app.server.headersTimeout = Math.min(config.server.headersTimeoutMs, config.server.requestTimeoutMs);
 
   // Bodies are kept raw: validation parses JSON itself so a bad body is a 422 in the
   // upstream's envelope, and the exact bytes go upstream.
@@ -221,4 +244,50 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
         logger.warn({ err: (err as Error).message, op: where.op }, 'cache fault; treated as a miss'),
     }),
   };
+}
+
+/**
+ * Node's low-level client errors, answered on the raw socket in the upstream's envelope with a
+ * fresh X-Request-Id: 431 for headers too large, 408 for a request that did not arrive in time,
+ * 414 for a request line too long, otherwise 400. A socket that can no longer be written to is
+ * only destroyed.
+ */
+export function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable || (err as { code?: string }).code === 'ECONNRESET') {
+    socket.destroy(err);
+    return;
+  }
+  const code = (err as { code?: string }).code ?? '';
+  const status =
+    code === 'HPE_HEADER_OVERFLOW'
+      ? 431
+      : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? 408
+        : code === 'HPE_URI_TOO_LONG'
+          ? 414
+          : 400;
+  const reasons: Record<number, string> = {
+    400: 'Bad Request',
+    408: 'Request Timeout',
+    414: 'URI Too Long',
+    431: 'Request Header Fields Too Large',
+  };
+  const messages: Record<number, string> = {
+    400: 'The request could not be parsed',
+    408: 'The request did not arrive in time',
+    414: 'The request line is too long',
+    431: 'The request headers are too large',
+  };
+  const requestId = randomUUID();
+  const body = JSON.stringify(
+    errorEnvelope(
+      'validation_failed',
+      requestId,
+      { fields: [{ field: 'request', code: code || 'invalid', message: messages[status]! }] },
+      messages[status],
+    ),
+  );
+  socket.end(
+    `HTTP/1.1 ${status} ${reasons[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -101,6 +101,12 @@ export const configSchema = z
         /** After SIGTERM: how long in-flight requests may take before connections are cut. */
         shutdownGraceMs: z.number().int().min(0).max(300_000).default(30_000),
         trustProxy: z.boolean().default(false),
+        /** The whole request (headers and body) must arrive within this; a slow sender is cut off. */
+        requestTimeoutMs: z.number().int().min(1_000).max(600_000).default(30_000),
+        /** The request headers must arrive within this (below requestTimeoutMs). */
+        headersTimeoutMs: z.number().int().min(1_000).max(600_000).default(10_000),
+        /** An idle keep-alive connection is closed after this (above a load balancer's own). */
+        keepAliveTimeoutMs: z.number().int().min(1_000).max(600_000).default(72_000),
       })
       .strict()
       .prefault({}),
@@ -173,6 +179,9 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: '
     { env: 'CPGW_BODY_LIMIT_BYTES', path: ['server', 'bodyLimitBytes'], type: 'int' },
     { env: 'CPGW_SHUTDOWN_GRACE_MS', path: ['server', 'shutdownGraceMs'], type: 'int' },
     { env: 'CPGW_TRUST_PROXY', path: ['server', 'trustProxy'], type: 'bool' },
+    { env: 'CPGW_REQUEST_TIMEOUT_MS', path: ['server', 'requestTimeoutMs'], type: 'int' },
+    { env: 'CPGW_HEADERS_TIMEOUT_MS', path: ['server', 'headersTimeoutMs'], type: 'int' },
+    { env: 'CPGW_KEEP_ALIVE_TIMEOUT_MS', path: ['server', 'keepAliveTimeoutMs'], type: 'int' },
     { env: 'CPGW_UPSTREAM_URL', path: ['upstream', 'url'], type: 'string' },
     { env: 'CPGW_UPSTREAM_TIMEOUT_MS', path: ['upstream', 'timeoutMs'], type: 'int' },
     { env: 'CPGW_UPSTREAM_CHECK_TIMEOUT_MS', path: ['upstream', 'checkTimeoutMs'], type: 'int' },
