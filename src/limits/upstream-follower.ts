@@ -10,7 +10,7 @@
 // atomic take), call Date.now() (the injected clock only), apply its own broadcast twice or let
 // a malformed broadcast set a limit.
 import type { Clock } from '../clock.ts';
-import type { Store } from '../store/store.ts';
+import type { BusStore, SlotStore } from '../store/store.ts';
 import type { RouteName } from '../upstream-routes.ts';
 import type { ClassBook, MinuteCap } from './class-book.ts';
 import { pausedClassOf, routeClasses, upstreamMinuteClassName } from './limit-classes.ts';
@@ -32,7 +32,7 @@ export type FollowedLimits = Pick<
 >;
 
 export interface UpstreamFollowerOptions {
-  store: Store;
+  store: SlotStore & BusStore;
   clock: Clock;
   book: FollowedLimits;
   /** This replica's id: its own broadcasts come back to it and are skipped. */
