@@ -14,7 +14,7 @@ import { brotliOptions } from '../src/cache/content-coding.ts';
 import { ResponseCache } from '../src/cache/response-cache.ts';
 import { ManualClock } from '../src/clock.ts';
 import { createEmulatorData } from '../src/emulator/data/index.ts';
-import { MemoryStore } from '../src/store/memory-store.ts';
+import { MemoryStore } from '../src/store/memory/memory-store.ts';
 
 type Codec = { name: string; encoding: 'gzip' | 'br'; level: number };
 

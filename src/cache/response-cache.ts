@@ -12,7 +12,7 @@
 // for, or replace a good (200) entry with an error or a negative answer.
 import type { Clock } from '../clock.ts';
 import { type RouteName, routeSpec } from '../route-table.ts';
-import type { Store } from '../store/store.ts';
+import type { CacheStore } from '../store/store.ts';
 import { type CacheConfig, type CacheKind, maxAgeFor, storageTtlMs } from './cache-config.ts';
 import type { RequestDirectives } from './cache-control.ts';
 import { type CacheEntry, decodeEntry, encodeEntry, selectHeaders } from './cache-entry.ts';
@@ -55,7 +55,7 @@ export interface RenderedAnswer {
 }
 
 export interface ResponseCacheOptions {
-  store: Store;
+  store: CacheStore;
   clock: Clock;
   config: CacheConfig;
   /** Store faults and undecodable entries; the request goes on as a miss. Default: ignored. */
@@ -63,7 +63,7 @@ export interface ResponseCacheOptions {
 }
 
 export class ResponseCache {
-  private readonly store: Store;
+  private readonly store: CacheStore;
   private readonly clock: Clock;
   private readonly config: CacheConfig;
   private readonly onError: NonNullable<ResponseCacheOptions['onError']>;

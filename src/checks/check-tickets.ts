@@ -7,7 +7,7 @@
 //
 // Membership is one state key per (check, app), written with setIfAbsent: adding an app is never
 // a read-modify-write of a shared list.
-import type { Store } from '../store/store.ts';
+import type { StateStore } from '../store/store.ts';
 
 export interface CheckTicket {
   checkId: string;
@@ -24,8 +24,6 @@ export interface CheckTicket {
   ready?: boolean;
 }
 
-type TicketStore = Pick<Store, 'get' | 'set' | 'setIfAbsent'>;
-
 const TICKET_TTL_MS = 7 * 86_400_000;
 /** How long a company's pending check is offered to other apps (the spec: minutes at most). */
 const PENDING_TTL_MS = 15 * 60_000;
@@ -36,7 +34,7 @@ const memberKey = (checkId: string, app: string) => `check:${canonicalCheckId(ch
 const pendingKey = (inn: string, purpose: string) => `check-pending:${inn}:${purpose}`;
 
 export class CheckTickets {
-  constructor(private readonly store: TicketStore) {}
+  constructor(private readonly store: StateStore) {}
 
   async get(checkId: string): Promise<CheckTicket | null> {
     const raw = await this.store.get(key(checkId));

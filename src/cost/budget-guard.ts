@@ -4,7 +4,7 @@
 // and a failed or abandoned call releases it. A refusal is a value (BudgetDenial), not an
 // exception. Budget maths lives here once; the Store only does the atomic step.
 import type { Clock } from '../clock.ts';
-import type { BudgetCounterSpec, CounterState, Store } from '../store/store.ts';
+import type { BudgetCounterSpec, BudgetStore, CounterState } from '../store/store.ts';
 import { budgetCounterKey, PERIODS, type Period, periodId, periodTtlMs } from './budget-periods.ts';
 
 export interface BudgetLimit {
@@ -16,7 +16,7 @@ export interface BudgetLimit {
 export type BudgetLimits = Partial<Record<Period, BudgetLimit>>;
 
 export interface BudgetGuardOptions {
-  store: Store;
+  store: BudgetStore;
   clock: Clock;
   timeZone: string;
   global: BudgetLimits;

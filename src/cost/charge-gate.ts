@@ -5,7 +5,7 @@
 // Never lets a waiter make a second paid call for what an in-flight call will pay for.
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
-import type { Store } from '../store/store.ts';
+import type { StateStore } from '../store/store.ts';
 import type { CompanyWindows, WindowKind, WindowTracker } from './window-tracker.ts';
 
 export type GateResult =
@@ -20,7 +20,7 @@ export class ChargeWaitTimeout extends Error {
 }
 
 export interface ChargeGateOptions {
-  store: Store;
+  store: StateStore;
   clock: Clock;
   windows: WindowTracker;
   /** How often a waiter looks again (other replicas' releases are seen this way). */

@@ -1,11 +1,12 @@
 // Request coalescing: identical safe requests in flight share one upstream call. In one
 // process through a map of promises; across replicas through a Store lock plus the leader's
-// answer parked briefly in the Store for followers on other replicas. Only GETs are
+// answer parked briefly as a Store blob (state role: never counted as cache bytes), under the
+// leader's own id, for followers on other replicas that saw that leader. Only GETs are
 // coalesced; bodies are capped so a huge answer is never parked. An error answer is shared
 // with the waiters too (they would only repeat the failure).
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
-import type { Store } from '../store/store.ts';
+import type { StateStore } from '../store/store.ts';
 
 export interface SharedAnswer {
   status: number;
@@ -21,7 +22,7 @@ export interface CoalesceResult<T> {
 }
 
 export interface CoalescerOptions {
-  store: Store;
+  store: StateStore;
   clock: Clock;
   /** Answers larger than this are not parked for other replicas. */
   maxParkBytes?: number;
@@ -32,6 +33,8 @@ export interface CoalescerOptions {
 
 /** How long a leader's answer stays readable by followers that were waiting for it. */
 const PARK_MS = 2_000;
+
+const parkedKey = (key: string, leader: string) => `coalesce:answer:${key}:${leader}`;
 
 function encode(a: SharedAnswer): Buffer {
   const meta = Buffer.from(JSON.stringify({ s: a.status, h: a.headers }));
@@ -110,7 +113,7 @@ export class Coalescer {
       const answer = await call();
       const parked = parkable(answer);
       if (parked && parked.body.length <= this.maxParkBytes) {
-        await store.cacheSet(`coalesce:answer:${key}`, encode(parked), { ttlMs: PARK_MS }).catch(() => {});
+        await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).catch(() => {});
       }
       return answer;
     } finally {
@@ -121,7 +124,8 @@ export class Coalescer {
   /**
    * Takes the cross-replica lead (the lock is held until the answer is parked), or waits for
    * the replica that has it and returns its answer. A parked answer is only ever read by
-   * callers that found the lock taken, i.e. arrived while its call was in flight.
+   * callers that found the lock taken by its leader, i.e. arrived while its call was in flight
+   * (answers are parked under the leader's id, so an older call's answer is never ours).
    */
   private async followRemote(
     key: string,
@@ -130,19 +134,17 @@ export class Coalescer {
     const { store, clock } = this.options;
     const owner = randomUUID();
     const lock = `coalesce:lock:${key}`;
-    const parkedKey = `coalesce:answer:${key}`;
     const ttl = () => Math.max(1_000, deadline - clock.now());
-    if (await store.acquireLock(lock, owner, ttl())) {
-      await store.cacheDelete(parkedKey).catch(() => {}); // an older call's answer is not ours
-      return { owner };
-    }
+    if (await store.acquireLock(lock, owner, ttl())) return { owner };
     // Someone was in flight when we arrived: its parked answer, once there, is ours. Look for
     // it before trying the lock again, so the leader's release does not make us call twice.
+    let leader = await store.get(lock);
     for (;;) {
       await clock.sleep(this.pollMs);
-      const parked = await store.cacheGet(parkedKey);
+      const parked = leader ? await store.getBlob(parkedKey(key, leader)) : null;
       if (parked) return { answer: decode(parked) };
       if (await store.acquireLock(lock, owner, ttl())) return { owner };
+      leader = (await store.get(lock)) ?? leader;
       if (clock.now() >= deadline) return { owner: null };
     }
   }

@@ -2,7 +2,7 @@
 // gateway request ids, idempotency key), durable in the Store (a Redis stream with Redis).
 // A charge is claimed by its idempotency key first, so an upstream replay of a charge that
 // is already recorded (a retry, a duplicate on another replica) is never recorded twice.
-import type { Store } from '../store/store.ts';
+import type { LedgerStore, StateStore } from '../store/store.ts';
 
 export interface SpendEntry {
   at: number;
@@ -19,7 +19,7 @@ export interface SpendEntry {
 const CLAIM_TTL_MS = 86_400_000; // the upstream keeps idempotency keys for one day
 
 export class SpendLedger {
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: Pick<StateStore, 'setIfAbsent'> & LedgerStore) {}
 
   /** True when this request is the first to account the charge made under this key. */
   async claim(idempotencyKey: string | null, requestId: string): Promise<boolean> {

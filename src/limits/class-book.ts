@@ -8,7 +8,7 @@
 // and no reading of upstream answers: upstream-follower.ts sets the key limit and the minute cap.
 // Must never call Date.now(): every time comes from the injected clock.
 import type { Clock } from '../clock.ts';
-import type { LimitClassSpec, LimitClassState, Store } from '../store/store.ts';
+import type { LimitClassSpec, LimitClassState, SlotStore } from '../store/store.ts';
 import type { FairShare } from './fair-share.ts';
 import {
   appCapClassName,
@@ -64,7 +64,7 @@ export class ClassBook {
   private readonly apps = new Map<string, AppLimits>();
 
   constructor(
-    private readonly store: Store,
+    private readonly store: SlotStore,
     private readonly clock: Clock,
     readonly classes: Record<LimitClassName, LimitClassConfig>,
     apps: AppLimits[],

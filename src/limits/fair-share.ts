@@ -13,11 +13,11 @@
 // The share is a scheduling hint on top of the class limit: it never lets a call start that the
 // class would refuse (the class is in the same atomic take). Must never block an app that is
 // alone in wanting the class.
-import type { LimitClassSpec, Store } from '../store/store.ts';
+import type { LimitClassSpec, SlotStore } from '../store/store.ts';
 import type { LimitClassName } from './limit-classes.ts';
 
 export interface FairShareOptions {
-  store: Store;
+  store: SlotStore;
   now(): number;
   /** Replica id: this replica's member in the waiting logs. */
   instance: string;

@@ -4,7 +4,7 @@
 //
 // Read-only: one limiterState round trip and a refresh of who waits. Must never decide, take or
 // give back a slot, nor change a limit.
-import type { Store } from '../store/store.ts';
+import type { SlotStore } from '../store/store.ts';
 import type { ClassBook } from './class-book.ts';
 import type { FairShare } from './fair-share.ts';
 import { LIMIT_CLASS_NAMES, type LimitClassName } from './limit-classes.ts';
@@ -41,7 +41,7 @@ export interface QueuedLine {
 
 export async function readGovernorState(a: {
   now: number;
-  store: Store;
+  store: SlotStore;
   book: ClassBook;
   fair: FairShare;
   stats: WaitStats;

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
-import type { LimitClassSpec, LimitClassState, Store, TakeResult } from '../store/store.ts';
+import type { BusStore, LimitClassSpec, LimitClassState, SlotStore, TakeResult } from '../store/store.ts';
 import { type AppLimits, baseClassOf, ClassBook, type Headroom, isAppClass } from './class-book.ts';
 import { FairQueue } from './fair-queue.ts';
 import { FairShare } from './fair-share.ts';
@@ -31,7 +31,8 @@ export type { GovernorState } from './governor-state.ts';
 export type { DenialReason } from './wait-stats.ts';
 
 export interface RateGovernorOptions {
-  store: Store;
+  /** Slots for the takes, the bus for limit changes seen by other replicas. */
+  store: SlotStore & BusStore;
   clock: Clock;
   /**
    * Overrides of the spec defaults (limit, windowMs, maxWaitMs, burst) per class. A `key` limit
@@ -129,7 +130,7 @@ const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
   });
 
 export class RateGovernor {
-  private readonly store: Store;
+  private readonly store: SlotStore & BusStore;
   private readonly clock: Clock;
   private readonly book: ClassBook;
   private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;

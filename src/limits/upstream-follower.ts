@@ -11,7 +11,7 @@
 // a malformed broadcast set a limit.
 import type { Clock } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
-import type { Store } from '../store/store.ts';
+import type { BusStore, SlotStore } from '../store/store.ts';
 import type { ClassBook, MinuteCap } from './class-book.ts';
 import { pausedClassOf, routeClasses, upstreamMinuteClassName } from './limit-classes.ts';
 import { readUpstreamSignals, type SignalOptions } from './upstream-signals.ts';
@@ -32,7 +32,7 @@ export type FollowedLimits = Pick<
 >;
 
 export interface UpstreamFollowerOptions {
-  store: Store;
+  store: SlotStore & BusStore;
   clock: Clock;
   book: FollowedLimits;
   /** This replica's id: its own broadcasts come back to it and are skipped. */

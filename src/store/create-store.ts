@@ -1,8 +1,8 @@
 // Picks the Store backend: Redis when a URL is configured, the in-process memory store otherwise.
 // Must never: connect anywhere when no URL is given, or hide which backend it chose (Store.kind).
 import type { Clock } from '../clock.ts';
-import { MemoryStore } from './memory-store.ts';
-import { RedisStore } from './redis-store.ts';
+import { MemoryStore } from './memory/memory-store.ts';
+import { RedisStore } from './redis/redis-store.ts';
 import type { Store } from './store.ts';
 
 export interface CreateStoreOptions {

@@ -5,10 +5,10 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/clock.ts';
+import { ManualClock, systemClock } from '../../src/clock.ts';
 import { RedisStore, StoreUnavailableError } from '../../src/store/index.ts';
 import { deleteKeysUnder, freePort, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
-import { runStoreContract, until } from './store-contract.ts';
+import { runStoreContract, until } from './contract-harness.ts';
 
 const redis: TestRedis | null = await startTestRedis();
 const prefixes: string[] = [];
@@ -36,11 +36,14 @@ maybe('RedisStore', () => {
   });
 
   runStoreContract('redis', async () => {
-    const store = open(url, newPrefix());
+    const prefix = newPrefix();
+    const store = open(url, prefix);
     return {
       store,
       pass: (ms) => new Promise((r) => setTimeout(r, ms)),
       exactTime: false,
+      clock: new ManualClock(Date.now()),
+      replica: async () => open(url, prefix),
       close: () => store.close(),
     };
   });

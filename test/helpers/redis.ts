@@ -3,7 +3,7 @@
 // loud notice, unless REQUIRE_REDIS=1 (CI), where a missing Redis fails the run.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { globEscape } from '../../src/store/redis-keys.ts';
+import { globEscape } from '../../src/store/redis/keys.ts';
 
 export interface TestRedis {
   url: string;

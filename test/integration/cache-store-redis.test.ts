@@ -8,7 +8,7 @@ import { resolveCacheConfig } from '../../src/cache/cache-config.ts';
 import { ResponseCache } from '../../src/cache/response-cache.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { RedisStore } from '../../src/store/index.ts';
-import { RedisKeys } from '../../src/store/redis-keys.ts';
+import { RedisKeys } from '../../src/store/redis/keys.ts';
 import { deleteKeysUnder, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
 import { answer, dossierBody, INN, request } from '../unit/cache-fixtures.ts';
 import { runResponseCacheSuite } from '../unit/cache-suite.ts';

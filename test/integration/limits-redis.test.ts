@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.ts';
 import { RateGovernor } from '../../src/limits/rate-governor.ts';
-import { RedisStore } from '../../src/store/redis-store.ts';
+import { RedisStore } from '../../src/store/redis/redis-store.ts';
 import { maxInAnyInterval, median } from '../helpers/intervals.ts';
 import { deleteKeysUnder, startTestRedis, uniquePrefix } from '../helpers/redis.ts';
 

@@ -8,7 +8,7 @@ import {
   storageTtlMs,
 } from '../../src/cache/cache-config.ts';
 import { cachePolicy, innTag, normalizeQueryText, storableKind } from '../../src/cache/cache-keys.ts';
-import { innTag as redisInnSegment } from '../../src/store/redis-keys.ts';
+import { innTag as redisInnSegment } from '../../src/store/redis/keys.ts';
 import { errorBody, INN, notFoundBody } from './cache-fixtures.ts';
 
 const H = 3_600_000;

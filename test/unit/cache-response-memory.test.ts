@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { resolveCacheConfig } from '../../src/cache/cache-config.ts';
 import { ResponseCache } from '../../src/cache/response-cache.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { MemoryStore } from '../../src/store/memory-store.ts';
+import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import { answer, dossierLike, request } from './cache-fixtures.ts';
 import { runResponseCacheSuite } from './cache-suite.ts';
 

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.ts';
 import { RateGovernor } from '../../src/limits/rate-governor.ts';
-import { MemoryStore } from '../../src/store/memory-store.ts';
+import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import { maxInAnyInterval, median } from '../helpers/intervals.ts';
 
 const WINDOW = 3000;

@@ -9,7 +9,7 @@ import {
   RateGovernor,
   type RateGovernorOptions,
 } from '../../src/limits/rate-governor.ts';
-import { MemoryStore } from '../../src/store/memory-store.ts';
+import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 
 const flush = async (times = 5) => {
   for (let i = 0; i < times; i++) await new Promise((r) => setImmediate(r));

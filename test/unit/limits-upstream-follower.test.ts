@@ -14,7 +14,7 @@ import {
   minuteCapLimit,
   UpstreamFollower,
 } from '../../src/limits/upstream-follower.ts';
-import { MemoryStore } from '../../src/store/memory-store.ts';
+import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { Store } from '../../src/store/store.ts';
 
 /** The memory store delivers published messages on a later turn of the event loop. */

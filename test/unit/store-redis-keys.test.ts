@@ -1,7 +1,7 @@
 // The Redis key mapping: INN hash tags, one slot per atomic step, and logical names recoverable
 // for keys(prefix).
 import { describe, expect, it } from 'vitest';
-import { globEscape, innTag, RedisKeys } from '../../src/store/redis-keys.ts';
+import { globEscape, innTag, RedisKeys } from '../../src/store/redis/keys.ts';
 
 describe('Redis key mapping', () => {
   const k = new RedisKeys('cpgw:');
@@ -20,7 +20,7 @@ describe('Redis key mapping', () => {
   it('puts every key of one script in one slot', () => {
     const tag = (key: string) => /\{([^}]*)\}/.exec(key)?.[1];
     expect(new Set(['a', 'b:c'].flatMap((c) => [k.budgetCounter(c), k.budgetHolds(c)]).map(tag))).toEqual(
-      new Set(['budget']),
+      new Set(['money']),
     );
     expect(new Set(['key', 'search'].flatMap((c) => [k.slots(c), k.pause(c)]).map(tag))).toEqual(
       new Set(['limits']),

@@ -7,11 +7,18 @@
 //   cache   <prefix>c:[{<inn>}:]<logical>               cpgw:c:{7707083893}:dossier:7707083893
 //   tag set <prefix>t:[{<inn>}:]<tag>                   cpgw:t:{7707083893}:inn:7707083893
 //   cache accounting   <prefix>{cache}:sizes|expiry|bytes   (one slot: bytes tracked atomically)
-//   budgets <prefix>{budget}:c:<counter> (hash: spent, held, h:<reservation id>)
-//           <prefix>{budget}:h:<counter> (zset: reservation id -> hold expiry, server ms)
+//   blob    <prefix>b:[{<inn>}:]<logical>               (state role's binary values; not cache)
+//   money   <prefix>{money}:...  every key of the budget, ledger and money roles, one slot:
+//           {money}:c:<counter> (hash: spent, held, h:<reservation id>)
+//           {money}:h:<counter> (zset: reservation id -> hold expiry, server ms)
+//           {money}:ledger      (stream; ids <at ms>-<seq>)
+//           {money}:claim:<key> (charge recorded under this idempotency key; 1 day)
+//           {money}:p:<key>     (pending charge: j = JSON, o = owner, l = leaseUntil, n = attempts)
+//           {money}:pending     (zset: key -> at, oldest first)
+//           {money}:w:<inn>     (coverage windows: d, r = until ms)
+//           {money}:windows     (zset: inn -> when its last window ends)
 //   limiter <prefix>{limits}:w:<class>   (zset: slot id -> taken at, server ms)
 //           <prefix>{limits}:p:<class>   (pause marker, PX = pause length)
-//   ledger  <prefix>ledger               (stream; ids <at ms>-<seq>)
 //   pub/sub <prefix>ch:<channel>
 //
 // The INN tag: the first `:`-separated segment of the logical key that is 10 or 12 digits. Keys
@@ -55,11 +62,34 @@ export class RedisKeys {
     return `${this.prefix}{cache}:bytes`;
   }
 
+  blob(logical: string): string {
+    return this.tagged('b:', logical);
+  }
+
+  /** Base of every `{money}` key; the money scripts derive counter keys from it. */
+  get money(): string {
+    return `${this.prefix}{money}:`;
+  }
   budgetCounter(counter: string): string {
-    return `${this.prefix}{budget}:c:${counter}`;
+    return `${this.money}c:${counter}`;
   }
   budgetHolds(counter: string): string {
-    return `${this.prefix}{budget}:h:${counter}`;
+    return `${this.money}h:${counter}`;
+  }
+  claim(key: string): string {
+    return `${this.money}claim:${key}`;
+  }
+  pendingEntry(key: string): string {
+    return `${this.money}p:${key}`;
+  }
+  get pendingIndex(): string {
+    return `${this.money}pending`;
+  }
+  windows(inn: string): string {
+    return `${this.money}w:${inn}`;
+  }
+  get windowIndex(): string {
+    return `${this.money}windows`;
   }
 
   slots(className: string): string {
@@ -70,7 +100,7 @@ export class RedisKeys {
   }
 
   get ledger(): string {
-    return `${this.prefix}ledger`;
+    return `${this.money}ledger`;
   }
 
   channel(name: string): string {

@@ -1,0 +1,24 @@
+// The cache role of the Store: evictable entries (size-bounded in memory; Redis's maxmemory
+// bounds the total), tagged for group purges. Compressed bodies are the caller's job.
+//
+// Must never: hold state that must survive eviction (that is the state role), or count bytes
+// the caller did not put through cacheSet.
+
+export interface CacheSetOptions {
+  ttlMs: number;
+  /** Tags for group purge, e.g. ["inn:7707083893"]. */
+  tags?: string[];
+}
+
+export interface CacheStore {
+  cacheGet(key: string): Promise<Buffer | null>;
+  cacheSet(key: string, value: Buffer, options: CacheSetOptions): Promise<void>;
+  cacheDelete(key: string): Promise<void>;
+  /**
+   * Deletes every cache entry carrying the tag; returns how many were still cached. (Redis may also
+   * drop an entry re-set under the same key without the tag: over-purging a cache is harmless.)
+   */
+  cachePurgeTag(tag: string): Promise<number>;
+  /** Bytes currently held by the cache (approximate for Redis: bytes this store wrote and still tracks). */
+  cacheBytes(): Promise<number>;
+}

@@ -1,0 +1,89 @@
+// Rules both backends of the money role share: argument checks (run before anything is written)
+// and the window max-merge. Pure functions only: no I/O, no clock.
+import type { BudgetCounterSpec } from './budget-store.ts';
+import {
+  type ChargeRecord,
+  CLAIM_TTL_MS,
+  type CompanyWindows,
+  type PendingCharge,
+  type WindowKind,
+} from './charge-store.ts';
+import { minorOf, ttlOf, uniqueCounters, uniqueStrings } from './store-util.ts';
+
+export const NO_WINDOWS: CompanyWindows = Object.freeze({ dossierUntil: 0, requisitesUntil: 0 });
+
+function timeOf(ms: number, what: string): number {
+  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`${what} must be a time in ms, got ${ms}`);
+  return Math.floor(ms);
+}
+
+function keyOf(key: string): string {
+  if (typeof key !== 'string' || key.length === 0)
+    throw new RangeError('charge key must be a non-empty string');
+  return key;
+}
+
+export function windowKindOf(kind: string): WindowKind {
+  if (kind !== 'dossier' && kind !== 'requisites') throw new RangeError(`bad window kind ${kind}`);
+  return kind;
+}
+
+/**
+ * The pending entry as stored: checked, and its `counters` naming every counter held (the given
+ * keys plus the specs' keys), so releasing it frees every hold.
+ */
+export function pendingOf(p: PendingCharge, specs: BudgetCounterSpec[]): PendingCharge {
+  keyOf(p.key);
+  minorOf(p.estimateMinor, 'estimateMinor');
+  if (p.estimateMinor < 0) throw new RangeError('estimateMinor must be >= 0');
+  ttlOf(p.counterTtlMs, 'counterTtlMs');
+  if (p.opens !== null) windowKindOf(p.opens);
+  return {
+    ...p,
+    at: timeOf(p.at, 'at'),
+    leaseUntil: timeOf(p.leaseUntil, 'leaseUntil'),
+    counters: uniqueStrings([...p.counters, ...specs.map((s) => s.key)]),
+  };
+}
+
+/**
+ * The counters an openCharge holds on: each lives at least as long as the hold (the claim's
+ * lifetime), so a counter's own TTL can never drop a charge's hold before record or release.
+ */
+export function holdSpecs(specs: BudgetCounterSpec[]): BudgetCounterSpec[] {
+  return uniqueCounters(specs).map((s) => ({ ...s, ttlMs: Math.max(ttlOf(s.ttlMs), CLAIM_TTL_MS) }));
+}
+
+export interface CheckedRecord {
+  key: string;
+  amount: number;
+  ttl: number;
+  at: number;
+  window: { inn: string; kind: WindowKind; until: number } | null;
+}
+
+export function recordOf(r: ChargeRecord): CheckedRecord {
+  const amount = minorOf(r.amountMinor);
+  if (amount <= 0) throw new RangeError(`amountMinor of a recorded charge must be > 0, got ${amount}`);
+  const at = timeOf(r.entry.at, 'entry.at');
+  const window = r.window
+    ? { inn: r.window.inn, kind: windowKindOf(r.window.kind), until: timeOf(r.window.until, 'window.until') }
+    : null;
+  return { key: keyOf(r.key), amount, ttl: ttlOf(r.counterTtlMs, 'counterTtlMs'), at, window };
+}
+
+export function leaseArgs(key: string, leaseUntil: number): number {
+  keyOf(key);
+  return timeOf(leaseUntil, 'leaseUntil');
+}
+
+/** `current` with `kind` extended to `until`; never shortened. */
+export function mergeWindow(current: CompanyWindows, kind: WindowKind, until: number): CompanyWindows {
+  return kind === 'dossier'
+    ? { ...current, dossierUntil: Math.max(current.dossierUntil, until) }
+    : { ...current, requisitesUntil: Math.max(current.requisitesUntil, until) };
+}
+
+export function windowEnd(w: CompanyWindows): number {
+  return Math.max(w.dossierUntil, w.requisitesUntil);
+}

@@ -1,0 +1,65 @@
+// The Redis store's cache role: entries as plain keys with PX, tag sets for purges, and byte
+// accounting in one `{cache}` slot (state-scripts.ts).
+//
+// Must never: store an entry larger than cacheMaxBytes, or count bytes it did not write.
+import type { CacheSetOptions, CacheStore } from '../cache-store.ts';
+import { ttlOf, uniqueStrings } from '../store-util.ts';
+import type { RedisLink } from './link.ts';
+import { CACHE_ACCOUNT, TAG_ADD, TAG_TAKE } from './state-scripts.ts';
+
+export class RedisCache implements CacheStore {
+  constructor(
+    private readonly link: RedisLink,
+    private readonly cacheMaxBytes: number,
+  ) {}
+
+  async cacheGet(key: string): Promise<Buffer | null> {
+    const { link } = this;
+    return link.run(() => link.client.getBuffer(link.k.cache(key)));
+  }
+
+  async cacheSet(key: string, value: Buffer, options: CacheSetOptions): Promise<void> {
+    const { link } = this;
+    const ttl = ttlOf(options.ttlMs);
+    const size = Math.max(1, value.length + Buffer.byteLength(key));
+    if (size > this.cacheMaxBytes) return this.cacheDelete(key);
+    const entry = link.k.cache(key);
+    await link.run(() =>
+      Promise.all([
+        link.client.set(entry, value, 'PX', ttl),
+        link.eval(CACHE_ACCOUNT, this.accountKeys(), ['set', entry, size, ttl]),
+        ...uniqueStrings(options.tags ?? []).map((tag) =>
+          link.eval(TAG_ADD, [link.k.cacheTag(tag)], [entry, ttl]),
+        ),
+      ]),
+    );
+  }
+
+  async cacheDelete(key: string): Promise<void> {
+    const { link } = this;
+    const entry = link.k.cache(key);
+    await link.run(() =>
+      Promise.all([link.client.del(entry), link.eval(CACHE_ACCOUNT, this.accountKeys(), ['del', entry])]),
+    );
+  }
+
+  async cachePurgeTag(tag: string): Promise<number> {
+    const { link } = this;
+    return link.run(async () => {
+      const entries = (await link.eval(TAG_TAKE, [link.k.cacheTag(tag)], [])) as string[];
+      if (entries.length === 0) return 0;
+      const deleted = await Promise.all(entries.map((entry) => link.client.del(entry)));
+      await link.eval(CACHE_ACCOUNT, this.accountKeys(), ['del', ...entries]);
+      return deleted.reduce((sum, n) => sum + n, 0);
+    });
+  }
+
+  async cacheBytes(): Promise<number> {
+    return Number(await this.link.script(CACHE_ACCOUNT, this.accountKeys(), ['read']));
+  }
+
+  private accountKeys(): string[] {
+    const { k } = this.link;
+    return [k.cacheSizes, k.cacheExpiry, k.cacheBytes];
+  }
+}

@@ -1,0 +1,86 @@
+// The shared Store: any number of gateway replicas on one Redis (ioredis). Each role is its own
+// small class over one shared command connection (link.ts); pub/sub has its own connection.
+// Every multi-step operation is one Lua script (*-scripts.ts); key names and hash tags are in
+// keys.ts. In front of the cache role sits an in-process tier (local-cache-tier.ts) when
+// localCacheBytes > 0.
+//
+// Time: budget holds and limiter windows use Redis server time (TIME inside the scripts), so
+// replicas agree whatever their own clocks say. Budget periods ("day:2026-01-15"), leases and
+// coverage windows follow the gateway clock passed in by callers; serverTimeSkewMs() measures
+// the difference for readiness checks.
+//
+// Failure: commands fail fast (no offline queue once connected, command timeout) with
+// StoreUnavailableError; the client keeps reconnecting in the background (connection.ts).
+//
+// Must never: hang a request on a dead Redis, block the event loop, or touch keys outside its prefix.
+import type { Clock } from '../../clock.ts';
+import { ComposedStore } from '../composed-store.ts';
+import type { StoreRoles } from '../store.ts';
+import { type ConnectionOptions, openClient, quit } from './connection.ts';
+import { RedisKeys } from './keys.ts';
+import { RedisLink } from './link.ts';
+import { RedisBudgets } from './redis-budgets.ts';
+import { RedisBus } from './redis-bus.ts';
+import { RedisCache } from './redis-cache.ts';
+import { RedisCharges } from './redis-charges.ts';
+import { RedisLedger } from './redis-ledger.ts';
+import { RedisSlots } from './redis-slots.ts';
+import { RedisState } from './redis-state.ts';
+
+export interface RedisStoreOptions extends ConnectionOptions {
+  url: string;
+  /** Prepended to every key and channel. Default "cpgw:". */
+  prefix?: string;
+  /** The gateway clock; used only to measure skew against Redis (serverTimeSkewMs). */
+  clock: Clock;
+  /** Entries larger than this are not stored. Redis's maxmemory policy bounds the total. */
+  cacheMaxBytes?: number;
+  /** Approximate cap of the ledger stream (XADD MAXLEN ~). Default 1,000,000 records. */
+  ledgerMaxLen?: number;
+  /** Reports a lost connection (once per outage) and throwing subscriber handlers. Default: process.emitWarning. */
+  onError?: (error: unknown) => void;
+}
+
+export class RedisStore extends ComposedStore {
+  override readonly kind = 'redis' as const;
+  private readonly link: RedisLink;
+  private readonly bus: RedisBus;
+  private readonly clock: Clock;
+
+  constructor(options: RedisStoreOptions) {
+    const onError = options.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
+    const link = new RedisLink(
+      openClient(options.url, options, onError),
+      new RedisKeys(options.prefix ?? 'cpgw:'),
+      onError,
+    );
+    const ledgerMaxLen = options.ledgerMaxLen ?? 1_000_000;
+    const roles: StoreRoles = {
+      cache: new RedisCache(link, options.cacheMaxBytes ?? Number.MAX_SAFE_INTEGER),
+      state: new RedisState(link),
+      budgets: new RedisBudgets(link),
+      slots: new RedisSlots(link),
+      ledger: new RedisLedger(link, ledgerMaxLen),
+      bus: new RedisBus(link),
+      charges: new RedisCharges(link, ledgerMaxLen),
+    };
+    super(roles);
+    this.link = link;
+    this.bus = roles.bus as RedisBus;
+    this.clock = options.clock;
+  }
+
+  override async ping(): Promise<void> {
+    await this.link.run(() => this.link.client.ping());
+  }
+
+  /** Redis server time minus the gateway clock, in ms (positive: Redis is ahead). */
+  async serverTimeSkewMs(): Promise<number> {
+    const [seconds, micros] = await this.link.run(() => this.link.client.time());
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - this.clock.now();
+  }
+
+  override async close(): Promise<void> {
+    await Promise.all([this.bus.close(), quit(this.link.client)]);
+  }
+}

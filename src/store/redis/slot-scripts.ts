@@ -1,0 +1,72 @@
+// Lua scripts of the slot role (the limiter's sliding-window logs and pauses). They read time with
+// redis.call('TIME') (server ms), so replicas with skewed clocks still agree on windows. They
+// mirror memory/memory-slots.ts decision for decision.
+//
+// Must never: write before every class of a take has passed, or touch keys not passed in KEYS.
+import { type LuaScript, lua, NOW } from './lua.ts';
+
+/**
+ * Sliding-window log. KEYS: w1, p1, w2, p2, ...  ARGV: id, limit1, window1, limit2, window2, ...
+ * Returns {1} or {0, index of the class that frees up last (1-based), retryAfterMs}.
+ */
+export const TAKE_SLOTS: LuaScript = lua(
+  'takeSlots',
+  `${NOW}
+local id = ARGV[1]
+local n = #KEYS / 2
+local worst, worstWait = 0, 0
+for i = 1, n do
+  local w, p = KEYS[2 * i - 1], KEYS[2 * i]
+  local limit, window = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  redis.call('ZREMRANGEBYSCORE', w, '-inf', now - window)
+  local wait = redis.call('PTTL', p)
+  if wait < 0 then wait = 0 end
+  local used = redis.call('ZCARD', w)
+  if used >= limit and not redis.call('ZSCORE', w, id) then
+    local free = window
+    if limit > 0 then
+      local e = redis.call('ZRANGE', w, used - limit, used - limit, 'WITHSCORES')
+      free = tonumber(e[2]) + window - now
+    end
+    if free > wait then wait = free end
+  end
+  if wait > worstWait then worst, worstWait = i, wait end
+end
+if worst > 0 then return {0, worst, worstWait} end
+for i = 1, n do
+  local w, window = KEYS[2 * i - 1], ARGV[2 * i + 1]
+  redis.call('ZADD', w, now, id)
+  redis.call('PEXPIRE', w, window)
+end
+return {1}
+`,
+);
+
+/** KEYS: pause key. ARGV: durationMs. Never shortens a longer pause. */
+export const PAUSE_CLASS: LuaScript = lua(
+  'pauseClass',
+  `
+local left = redis.call('PTTL', KEYS[1])
+if left < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+end
+return 1
+`,
+);
+
+/** KEYS: w1, p1, ...  ARGV: window1, ...  Returns {used1, pausedFor1, ...}. */
+export const LIMITER_STATE: LuaScript = lua(
+  'limiterState',
+  `${NOW}
+local out = {}
+for i = 1, #KEYS / 2 do
+  local w, p = KEYS[2 * i - 1], KEYS[2 * i]
+  local since = string.format('(%.0f', now - tonumber(ARGV[i]))
+  out[#out + 1] = redis.call('ZCOUNT', w, since, '+inf')
+  local left = redis.call('PTTL', p)
+  if left < 0 then left = 0 end
+  out[#out + 1] = left
+end
+return out
+`,
+);

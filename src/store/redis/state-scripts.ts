@@ -1,0 +1,84 @@
+// Lua scripts of the cache role (tag sets, byte accounting) and of the state role's locks.
+//
+// Must never: touch keys not passed in KEYS.
+import { type LuaScript, lua, NOW } from './lua.ts';
+
+/** KEYS: lock. ARGV: owner. Compare-and-delete. */
+export const RELEASE_LOCK: LuaScript = lua(
+  'releaseLock',
+  `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`,
+);
+
+/** KEYS: tag set. ARGV: member, ttl. The set lives as long as its longest-lived member. */
+export const TAG_ADD: LuaScript = lua(
+  'tagAdd',
+  `
+redis.call('SADD', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 1
+`,
+);
+
+/** KEYS: tag set. Returns its members and deletes it, in one step. */
+export const TAG_TAKE: LuaScript = lua(
+  'tagTake',
+  `
+local members = redis.call('SMEMBERS', KEYS[1])
+redis.call('DEL', KEYS[1])
+return members
+`,
+);
+
+/**
+ * Cache byte accounting. KEYS: sizes (hash key -> bytes), expiry (zset key -> expiry ms), bytes.
+ * ARGV: 'set', key, size, ttl | 'del', key... | 'read'. Expired entries are subtracted lazily.
+ */
+export const CACHE_ACCOUNT: LuaScript = lua(
+  'cacheAccount',
+  `${NOW}
+local sizes, expiry, bytes = KEYS[1], KEYS[2], KEYS[3]
+local function forget(m)
+  local s = redis.call('HGET', sizes, m)
+  if s then
+    redis.call('HDEL', sizes, m)
+    redis.call('DECRBY', bytes, s)
+  end
+  redis.call('ZREM', expiry, m)
+end
+local function sweep(limit)
+  local gone = redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, limit)
+  for _, m in ipairs(gone) do forget(m) end
+end
+local op = ARGV[1]
+if op == 'set' then
+  sweep(100)
+  local old = tonumber(redis.call('HGET', sizes, ARGV[2]) or 0)
+  redis.call('HSET', sizes, ARGV[2], ARGV[3])
+  redis.call('ZADD', expiry, now + tonumber(ARGV[4]), ARGV[2])
+  redis.call('INCRBY', bytes, tonumber(ARGV[3]) - old)
+elseif op == 'del' then
+  for i = 2, #ARGV do forget(ARGV[i]) end
+else
+  sweep(10000)
+end
+return tonumber(redis.call('GET', bytes) or 0)
+`,
+);
+
+/** KEYS: lock. ARGV: owner, ttl. Compare-and-extend (lease renewal). */
+export const RENEW_LOCK: LuaScript = lua(
+  'renewLock',
+  `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`,
+);

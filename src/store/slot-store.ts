@@ -1,0 +1,47 @@
+// The slot role of the Store: the rate limiter's sliding-window logs, every class of one call
+// taken atomically, and shared pauses (upstream 429 Retry-After).
+//
+// Must never: grant a slot of one class and not the others, or shorten a pause.
+
+export interface LimitClassSpec {
+  /** Class name: "key", "search", "suggest", "check". */
+  name: string;
+  /** Calls allowed in any window of windowMs. */
+  limit: number;
+  windowMs: number;
+}
+
+export type TakeResult =
+  | { ok: true }
+  | {
+      ok: false;
+      /** The class that refused. */
+      name: string;
+      /** When a slot of that class frees up (or its pause ends), from now. */
+      retryAfterMs: number;
+    };
+
+export interface LimitClassState {
+  name: string;
+  /** Slots taken in the last windowMs. */
+  used: number;
+  /** ms until the class's pause ends; 0 when not paused. */
+  pausedForMs: number;
+}
+
+export interface SlotStore {
+  /**
+   * Takes one slot of every class, or none. Redis uses the server's clock. When several classes
+   * refuse, the answer names the one that frees up last. `id` should be unique per call: taking
+   * again with an id that already holds a slot of a class refreshes that slot instead of adding one.
+   */
+  takeSlots(classes: LimitClassSpec[], id: string): Promise<TakeResult>;
+  /** Gives back a slot taken by `id` (the call never left the gateway). */
+  returnSlots(classNames: string[], id: string): Promise<void>;
+  /**
+   * Refuses the class for the next durationMs (upstream 429 Retry-After). Never shortens a longer
+   * pause already in force; durationMs <= 0 changes nothing.
+   */
+  pauseClass(name: string, durationMs: number): Promise<void>;
+  limiterState(classes: LimitClassSpec[]): Promise<LimitClassState[]>;
+}

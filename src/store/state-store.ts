@@ -1,0 +1,33 @@
+// The state role of the Store: small values never evicted before their TTL (check tickets,
+// webhook de-duplication, claims), owner locks with lease renewal, and short-lived binary
+// blobs (answers parked for coalesced followers) that are not cache entries and are never
+// counted as cache bytes.
+//
+// Must never: let cache pressure evict a state key, or let a non-owner release/renew a lock.
+
+export interface StateStore {
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string, ttlMs: number): Promise<void>;
+  /** Sets only when absent; true when this call set it. */
+  setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;
+  /**
+   * State keys (set/setIfAbsent/locks; never cache entries or blobs) with the given logical prefix
+   * (admin listings). Bounded by `limit` (default 1000); order unspecified.
+   */
+  keys(prefix: string, limit?: number): Promise<string[]>;
+
+  /**
+   * true when `owner` now holds the lock; it expires after ttlMs unless released or renewed. Not
+   * re-entrant: acquiring a lock one already holds answers false. The lock is a state key whose
+   * value is the owner.
+   */
+  acquireLock(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Releases only if `owner` still holds it; true when released. */
+  releaseLock(key: string, owner: string): Promise<boolean>;
+  /** Lease renewal: sets the lock's TTL to ttlMs while `owner` still holds it; true then, else false. */
+  renewLock(key: string, owner: string, ttlMs: number): Promise<boolean>;
+
+  /** Stores a binary value for ttlMs, outside the cache (no eviction, no cache byte accounting). */
+  putBlob(key: string, value: Buffer, ttlMs: number): Promise<void>;
+  getBlob(key: string): Promise<Buffer | null>;
+}
