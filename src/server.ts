@@ -3,6 +3,7 @@
 // store, the upstream client and the logger come in as dependencies.
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
+import { resolve as resolvePath } from 'node:path';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
@@ -17,9 +18,12 @@ import { CheckTickets } from './checks/check-tickets.ts';
 import { type Clock, type Random, systemRandom } from './clock.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { BudgetGuard } from './cost/budget-guard.ts';
+import { ChargeBook } from './cost/charge-book.ts';
 import { ChargeGate } from './cost/charge-gate.ts';
+import { ChargeOutbox } from './cost/charge-outbox.ts';
 import { Coalescer } from './cost/coalescer.ts';
 import { PriceBook } from './cost/price-book.ts';
+import { Reconciler } from './cost/reconciler.ts';
 import { SpendLedger } from './cost/spend-ledger.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
 import { ApiError, errorEnvelope } from './errors.ts';
@@ -163,11 +167,23 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const pipelineDeps = buildPipelineDeps(deps);
   app.addHook('onReady', async () => {
     await pipelineDeps.prices.start();
+    const replayed = await pipelineDeps.outbox.loadSaved();
+    if (replayed > 0)
+      deps.logger.warn({ operations: replayed }, 'replaying money operations a previous run left');
+    pipelineDeps.reconciler.start();
   });
   app.addHook('onClose', async () => {
     pipelineDeps.prices.stop();
+    await pipelineDeps.reconciler.close();
     // After in-flight requests: anyone still queued is refused (reason "shutdown").
     await pipelineDeps.upstream.governor.close();
+    // Money operations still waiting for the store: flushed, or kept in the state directory.
+    const left = await pipelineDeps.outbox.close(Math.min(5_000, config.server.shutdownGraceMs));
+    if (!left.flushed)
+      deps.logger.error(
+        { savedTo: left.savedTo },
+        'store unreachable at shutdown; money operations kept for the next start',
+      );
   });
   registerAdminRoutes(app, pipelineDeps);
   const handlerFor = makePipeline(pipelineDeps);
@@ -202,11 +218,60 @@ function governedUpstream(deps: ServerDeps): GovernedUpstream {
 function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
   const { config, store, clock, logger } = deps;
   const upstream = governedUpstream(deps);
+  const replicaId = randomUUID();
+  const windowMs = config.cost.windowSeconds * 1000;
+  const leaseMs = config.cost.leaseMs;
   const windows = new WindowTracker({
     store,
     clock,
-    windowMs: config.cost.windowSeconds * 1000,
+    windowMs,
     safetyMarginMs: config.cost.safetyMarginSeconds * 1000,
+  });
+  const moneyFault = (err: unknown, what: string) =>
+    logger.warn({ err: (err as Error)?.message ?? String(err) }, what);
+  const budgets = new BudgetGuard({
+    store,
+    clock,
+    timeZone: config.cost.timeZone,
+    global: config.budgets,
+    apps: new Map(config.apps.map((a) => [a.name, a.budgets])),
+    holdMs: config.upstream.checkTimeoutMs * 2 + 10_000,
+  });
+  const outbox = new ChargeOutbox({
+    store,
+    clock,
+    stateDir: config.store.stateDir === null ? null : resolvePath(config.store.stateDir),
+    onError: moneyFault,
+    onApplied: (op) => logger.info({ op: op.op }, 'money operation reached the store from the outbox'),
+  });
+  const charges = new ChargeBook({
+    store,
+    budgets,
+    outbox,
+    clock,
+    replicaId,
+    leaseMs,
+    windowMs,
+    onError: moneyFault,
+  });
+  const reconciler = new Reconciler({
+    store,
+    upstream,
+    book: charges,
+    outbox,
+    clock,
+    replicaId,
+    intervalMs: config.cost.reconcileIntervalMs,
+    leaseMs,
+    timeoutMs: config.upstream.checkTimeoutMs,
+    // The upstream keeps idempotency keys one day; replay well inside that.
+    maxReplayAgeMs: 23 * 3_600_000,
+    onResolved: (p, outcome) =>
+      logger.warn(
+        { idempotencyKey: p.key, app: p.app, operation: p.operation, outcome },
+        'charge reconciled',
+      ),
+    onError: moneyFault,
   });
   return {
     config,
@@ -216,16 +281,18 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
     random: deps.random ?? systemRandom,
     logger,
     windows,
-    gate: new ChargeGate({ store, clock, windows }),
-    coalescer: new Coalescer({ store, clock, distributed: store.kind === 'redis' }),
-    budgets: new BudgetGuard({
+    gate: new ChargeGate({
       store,
       clock,
-      timeZone: config.cost.timeZone,
-      global: config.budgets,
-      apps: new Map(config.apps.map((a) => [a.name, a.budgets])),
-      holdMs: config.upstream.checkTimeoutMs * 2 + 10_000,
+      windows,
+      leaseMs,
+      onError: (err) => moneyFault(err, 'charge lock renewal failed'),
     }),
+    coalescer: new Coalescer({ store, clock, distributed: store.kind === 'redis', leaseMs }),
+    budgets,
+    charges,
+    outbox,
+    reconciler,
     ledger: new SpendLedger(store),
     prices: new PriceBook({
       // The gateway's own calls spend the key budget too, under the name "_gateway".

@@ -129,6 +129,11 @@ export const configSchema = z
           .default(null),
         prefix: z.string().min(1).default('cpgw:'),
         cacheMaxBytes: z.number().int().min(1_048_576).default(268_435_456),
+        /**
+         * Where a shutdown leaves money operations the store could not take (the local outbox);
+         * the next start replays them. Created only when needed. null: nowhere (logged in full).
+         */
+        stateDir: z.string().min(1).nullable().default('.cpgw-state'),
       })
       .strict()
       .prefault({}),
@@ -151,6 +156,13 @@ export const configSchema = z
         safetyMarginSeconds: z.number().int().min(0).max(600).default(30),
         /** How often the price table (GET /v1/me) is refreshed. */
         pricesRefreshSeconds: z.number().int().min(1).max(86_400).default(60),
+        /**
+         * Lease on a company's charge lock and on a charged call's pending entry, renewed while
+         * the call runs: what a replica that dies holds is freed within this, whatever the wait.
+         */
+        leaseMs: z.number().int().min(1_000).max(60_000).default(10_000),
+        /** How often each replica looks for charges whose outcome is unknown (the reconciler). */
+        reconcileIntervalMs: z.number().int().min(100).max(60_000).default(2_000),
       })
       .strict()
       .prefault({}),
@@ -189,6 +201,9 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: '
     { env: 'CPGW_REDIS_URL', path: ['store', 'redisUrl'], type: 'string' },
     { env: 'CPGW_STORE_PREFIX', path: ['store', 'prefix'], type: 'string' },
     { env: 'CPGW_CACHE_MAX_BYTES', path: ['store', 'cacheMaxBytes'], type: 'int' },
+    { env: 'CPGW_STATE_DIR', path: ['store', 'stateDir'], type: 'string' },
+    { env: 'CPGW_LEASE_MS', path: ['cost', 'leaseMs'], type: 'int' },
+    { env: 'CPGW_RECONCILE_INTERVAL_MS', path: ['cost', 'reconcileIntervalMs'], type: 'int' },
     { env: 'CPGW_LOG_LEVEL', path: ['log', 'level'], type: 'string' },
     { env: 'CPGW_TIME_ZONE', path: ['cost', 'timeZone'], type: 'string' },
     { env: 'CPGW_WINDOW_SECONDS', path: ['cost', 'windowSeconds'], type: 'int' },

@@ -4,7 +4,7 @@
 // and a failed or abandoned call releases it. A refusal is a value (BudgetDenial), not an
 // exception. Budget maths lives here once; the Store only does the atomic step.
 import type { Clock } from '../clock.ts';
-import type { BudgetCounterSpec, BudgetStore, CounterState } from '../store/store.ts';
+import type { BudgetCounterSpec, BudgetStore, CounterState, ReserveResult } from '../store/store.ts';
 import { budgetCounterKey, PERIODS, type Period, periodId, periodTtlMs } from './budget-periods.ts';
 
 export interface BudgetLimit {
@@ -102,6 +102,31 @@ export class BudgetGuard {
     return (
       Object.keys(this.options.global).length > 0 || Object.keys(this.options.apps.get(app) ?? {}).length > 0
     );
+  }
+
+  /** The counters a charge of `app` is held and settled on now (one per scope and period). */
+  counterSpecs(app: string): BudgetCounterSpec[] {
+    return this.counters(app).map((r) => r.spec);
+  }
+
+  /** How long counters live after their last change (settling uses the longest period's). */
+  get counterTtlMs(): number {
+    return periodTtlMs('month');
+  }
+
+  /** A refusal by the store (the counter that would pass its cap) as the app's budget denial. */
+  denial(app: string, refused: Exclude<ReserveResult, { ok: true }>, estimateMinor: number): BudgetDenial {
+    const ref = this.counters(app).find((r) => r.spec.key === refused.key)!;
+    return {
+      ok: false,
+      app,
+      scope: ref.scope,
+      period: ref.period,
+      limitMinor: refused.limitMinor,
+      spentMinor: refused.spentMinor,
+      reservedMinor: refused.reservedMinor,
+      estimateMinor,
+    };
   }
 
   async reserve(

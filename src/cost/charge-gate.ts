@@ -2,10 +2,13 @@
 // is in flight, calls for that INN that the window it opens will cover wait for it (bounded
 // by their deadline) and then go free. The lock lives in the Store, so replicas serialize
 // too. A dossier charge covers requisites; a requisites charge covers only requisites.
+// The lock is a short lease renewed while its call runs (not sized by any caller's wait), so a
+// replica that dies mid-call blocks the company for at most one lease.
 // Never lets a waiter make a second paid call for what an in-flight call will pay for.
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { StateStore } from '../store/store.ts';
+import { keepAlive } from './lease.ts';
 import type { CompanyWindows, WindowKind, WindowTracker } from './window-tracker.ts';
 
 export type GateResult =
@@ -25,6 +28,9 @@ export interface ChargeGateOptions {
   windows: WindowTracker;
   /** How often a waiter looks again (other replicas' releases are seen this way). */
   pollMs?: number;
+  /** The lock's lease, renewed every third of it while the holder's call runs. */
+  leaseMs?: number;
+  onError?: (err: unknown) => void;
 }
 
 const lockKey = (inn: string, kind: WindowKind) => `charge:${inn}:${kind}`;
@@ -48,14 +54,28 @@ export class ChargeGate {
       const current = await windows.get(inn);
       if (windows.covers(current, need)) return { charged: false, windows: current };
       const blockedByDossier = need === 'requisites' && (await store.get(lockKey(inn, 'dossier'))) !== null;
-      const ttl = Math.max(1_000, deadline - clock.now() + 5_000);
-      if (!blockedByDossier && (await store.acquireLock(lockKey(inn, need), owner, ttl))) {
+      const leaseMs = this.options.leaseMs ?? 10_000;
+      const key = lockKey(inn, need);
+      if (!blockedByDossier && (await store.acquireLock(key, owner, leaseMs))) {
         const again = await windows.get(inn);
         if (windows.covers(again, need)) {
           await this.unlock(inn, need, owner);
           return { charged: false, windows: again };
         }
-        return { charged: true, windows: again, release: () => this.unlock(inn, need, owner) };
+        const lease = keepAlive(
+          clock,
+          Math.max(1, Math.floor(leaseMs / 3)),
+          () => store.renewLock(key, owner, leaseMs),
+          this.options.onError,
+        );
+        return {
+          charged: true,
+          windows: again,
+          release: () => {
+            lease.stop();
+            return this.unlock(inn, need, owner);
+          },
+        };
       }
       if (clock.now() >= deadline) throw new ChargeWaitTimeout(inn);
       if (signal?.aborted) throw signal.reason ?? new Error('aborted');
@@ -69,23 +89,22 @@ export class ChargeGate {
     if (waiters) for (const wake of waiters) wake();
   }
 
-  /** Sleeps until a local release for this INN or `ms`, whichever comes first. */
-  private wait(inn: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      let waiters = this.local.get(inn);
-      if (!waiters) {
-        waiters = new Set();
-        this.local.set(inn, waiters);
-      }
-      const set = waiters;
-      const wake = () => {
-        clearTimeout(timer);
-        set.delete(wake);
-        if (set.size === 0) this.local.delete(inn);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      set.add(wake);
-    });
+  /** Sleeps (on the injected clock) until a local release for this INN or `ms`, whichever first. */
+  private async wait(inn: string, ms: number): Promise<void> {
+    let waiters = this.local.get(inn);
+    if (!waiters) {
+      waiters = new Set();
+      this.local.set(inn, waiters);
+    }
+    const set = waiters;
+    const woken = new AbortController();
+    const wake = () => woken.abort();
+    set.add(wake);
+    try {
+      await this.options.clock.sleep(ms, woken.signal);
+    } finally {
+      set.delete(wake);
+      if (set.size === 0) this.local.delete(inn);
+    }
   }
 }

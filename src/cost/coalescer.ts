@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { StateStore } from '../store/store.ts';
+import { keepAlive } from './lease.ts';
 
 export interface SharedAnswer {
   status: number;
@@ -29,6 +30,8 @@ export interface CoalescerOptions {
   pollMs?: number;
   /** Share across replicas through the Store (Redis); in-process only otherwise. */
   distributed: boolean;
+  /** The cross-replica lead's lease, renewed while the leader's call runs. */
+  leaseMs?: number;
 }
 
 /** How long a leader's answer stays readable by followers that were waiting for it. */
@@ -108,7 +111,12 @@ export class Coalescer {
     parkable: (outcome: T) => SharedAnswer | null,
   ): Promise<T> {
     if (owner === null) return call();
-    const { store } = this.options;
+    const { store, clock } = this.options;
+    const leaseMs = this.options.leaseMs ?? 10_000;
+    // The lead is a short lease renewed while the call runs: a leader that dies frees it soon.
+    const lease = keepAlive(clock, Math.max(1, Math.floor(leaseMs / 3)), () =>
+      store.renewLock(`coalesce:lock:${key}`, owner, leaseMs),
+    );
     try {
       const answer = await call();
       const parked = parkable(answer);
@@ -117,6 +125,7 @@ export class Coalescer {
       }
       return answer;
     } finally {
+      lease.stop();
       await store.releaseLock(`coalesce:lock:${key}`, owner).catch(() => {});
     }
   }
@@ -134,7 +143,7 @@ export class Coalescer {
     const { store, clock } = this.options;
     const owner = randomUUID();
     const lock = `coalesce:lock:${key}`;
-    const ttl = () => Math.max(1_000, deadline - clock.now());
+    const ttl = () => this.options.leaseMs ?? 10_000;
     if (await store.acquireLock(lock, owner, ttl())) return { owner };
     // Someone was in flight when we arrived: its parked answer, once there, is ours. Look for
     // it before trying the lock again, so the leader's release does not make us call twice.

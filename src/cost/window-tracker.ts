@@ -48,6 +48,18 @@ export class WindowTracker {
     return this.options.store.openWindow(inn, kind, this.until(openedAt), this.options.clock.now());
   }
 
+  /**
+   * The windows after a charge at `openedAt`, computed locally (max-merge) for when the store
+   * could not answer: what the app is told matches what the store will hold once it returns.
+   */
+  openedAt(windows: CompanyWindows | undefined, kind: WindowKind, openedAt: number): CompanyWindows {
+    const base = windows ?? { dossierUntil: 0, requisitesUntil: 0 };
+    const until = this.until(openedAt);
+    return kind === 'dossier'
+      ? { ...base, dossierUntil: Math.max(base.dossierUntil, until) }
+      : { ...base, requisitesUntil: Math.max(base.requisitesUntil, until) };
+  }
+
   /** Companies with an open window (admin listing), at most `limit`. */
   async list(limit = 1000): Promise<Array<CompanyWindows & { inn: string }>> {
     return this.options.store.listWindows(this.options.clock.now(), limit);

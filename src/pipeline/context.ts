@@ -7,7 +7,7 @@ import type { CachePolicy } from '../cache/cache-keys.ts';
 import type { RequestDirectives } from '../cache/index.ts';
 import type { CheckTicket } from '../checks/check-tickets.ts';
 import type { AppConfig } from '../config/schema.ts';
-import type { BudgetHold } from '../cost/budget-guard.ts';
+import type { OpenCharge } from '../cost/charge-book.ts';
 import type { CompanyWindows } from '../cost/window-tracker.ts';
 import type { ChargeShape, IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { Refusal } from './outcome.ts';
@@ -48,8 +48,8 @@ export interface RequestContext {
   ticket?: CheckTicket | null;
   /** charge gate: an open window makes this call free (no lock taken). */
   covered?: boolean;
-  /** budget: the estimate held on the budget counters until the record stage settles it. */
-  hold?: BudgetHold;
+  /** budget: the charge opened for this call (estimate held, pending entry written). */
+  charge?: OpenCharge;
   /** idempotency: the key sent upstream with a charged call. */
   idempotencyKey?: string;
   /** upstream: ms (clock) when the first attempt started. */

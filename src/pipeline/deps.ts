@@ -5,9 +5,12 @@ import type { CheckTickets } from '../checks/check-tickets.ts';
 import type { Clock, Random } from '../clock.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { BudgetGuard } from '../cost/budget-guard.ts';
+import type { ChargeBook } from '../cost/charge-book.ts';
 import type { ChargeGate } from '../cost/charge-gate.ts';
+import type { ChargeOutbox } from '../cost/charge-outbox.ts';
 import type { Coalescer } from '../cost/coalescer.ts';
 import type { PriceBook } from '../cost/price-book.ts';
+import type { Reconciler } from '../cost/reconciler.ts';
 import type { SpendLedger } from '../cost/spend-ledger.ts';
 import type { WindowTracker } from '../cost/window-tracker.ts';
 import type { Store } from '../store/store.ts';
@@ -26,6 +29,12 @@ export interface PipelineDeps {
   gate: ChargeGate;
   coalescer: Coalescer;
   budgets: BudgetGuard;
+  /** Charged calls' money: pending entry, record, release, unknown (issue #10). */
+  charges: ChargeBook;
+  /** Money operations waiting for an unreachable store. */
+  outbox: ChargeOutbox;
+  /** Resolves charges whose outcome is unknown. */
+  reconciler: Reconciler;
   ledger: SpendLedger;
   prices: PriceBook;
   tickets: CheckTickets;

@@ -1,52 +1,76 @@
-// Stage: what a charged call's answer means for the money. Every kopeck the upstream reports
-// (X-Charged-Minor) is settled against the budgets and written to the ledger exactly once
-// (claimed by its idempotency key: an upstream replay of a recorded charge is never recorded
-// twice), and a charged dossier, section or requisites read (or a check answered at once)
-// opens the company's window from the moment the call started.
-
-import { isRefusal } from '../outcome.ts';
+// Stage: what a charged call's outcome means for the money (issue #10).
+// - The upstream charged (X-Charged-Minor > 0): claim + ledger entry + budget settle + window
+//   open in ONE atomic store step (an upstream replay of a charge already recorded under the
+//   same key counts nothing twice: this call then cost 0). The window opens from the moment
+//   the call started. When the store is unreachable the record waits in the local outbox and
+//   the app still gets its (paid) answer.
+// - The upstream answered without a charge, or the call never left the gateway: the hold and
+//   the pending entry go.
+// - No answer (timeout, lost connection, a fault): the outcome is unknown, so the charge stays
+//   counted against every budget until the reconciler replays its key.
+import type { CompanyWindows } from '../../cost/window-tracker.ts';
+import { isRefusal, type Outcome } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
+import { ClientGone } from './upstream.ts';
 
 export const record: StageFactory = (deps) => async (ctx, next) => {
-  if (ctx.shape === null || ctx.app === null) return next();
-  const out = await next();
-  if (isRefusal(out)) return out;
+  const charge = ctx.charge;
+  if (!charge || ctx.shape === null || ctx.app === null) return next();
+  let out: Outcome;
+  try {
+    out = await next();
+  } catch (err) {
+    // Gone while queued: nothing was sent. Any other fault: the call may have gone out.
+    if (err instanceof ClientGone) await deps.charges.release(charge);
+    else await deps.charges.unknown(charge);
+    throw err;
+  }
+  if (isRefusal(out)) {
+    if (ctx.outcomeUnknown) await deps.charges.unknown(charge);
+    else await deps.charges.release(charge);
+    return out;
+  }
   const reported = Number(out.headers['x-charged-minor'] ?? '0');
-  const charged = Number.isSafeInteger(reported) && reported > 0 ? reported : 0;
-  const key = ctx.idempotencyKey ?? null;
-  const actual = charged > 0 && (await deps.ledger.claim(key, ctx.requestId)) ? charged : 0;
+  const amount = Number.isSafeInteger(reported) && reported > 0 ? reported : 0;
   const startedAt = ctx.startedAt ?? deps.clock.now();
-  if (ctx.hold) {
-    await deps.budgets.settle(ctx.hold, actual);
-    ctx.hold = undefined;
-  }
-  if (actual > 0) {
-    const entry = {
-      at: startedAt,
-      app: ctx.app.name,
-      operation: ctx.route.name,
-      kind: ctx.shape.kind,
-      inn: ctx.shape.inn,
-      amountMinor: actual,
-      upstreamRequestId: out.headers['x-request-id'] ?? null,
-      requestId: ctx.requestId,
-      idempotencyKey: key,
-    };
-    await deps.ledger.append(entry);
-    deps.logger.info({ charge: entry }, 'charge');
-  }
   const opens = ctx.shape.opens;
-  if (opens && out.status === 200 && (actual > 0 || ctx.route.name === 'check_create')) {
-    ctx.windows = await deps.windows.open(ctx.shape.inn, opens, startedAt);
+  let windows: CompanyWindows | undefined = ctx.windows;
+  if (amount === 0) {
+    await deps.charges.release(charge);
+    ctx.chargedMinor = 0;
+  } else {
+    // A check that answered 202 opens its window only when its data is ready (check stage).
+    const opensWindow = out.status === 200;
+    const recorded = await deps.charges.record(charge, {
+      amountMinor: amount,
+      upstreamRequestId: out.headers['x-request-id'] ?? null,
+      startedAt,
+      opensWindow,
+    });
+    ctx.chargedMinor = recorded.chargedMinor;
+    if (recorded.windows) windows = recorded.windows;
+    else if (opens && opensWindow) windows = deps.windows.openedAt(windows, opens, startedAt);
+    if (recorded.chargedMinor > 0) {
+      deps.logger.info(
+        {
+          charge: {
+            app: ctx.app.name,
+            operation: ctx.route.name,
+            kind: ctx.shape.kind,
+            inn: ctx.shape.inn,
+            amountMinor: recorded.chargedMinor,
+            idempotencyKey: charge.pending.key,
+            stored: recorded.stored,
+          },
+        },
+        'charge',
+      );
+    }
   }
-  if (opens && ctx.route.name !== 'check_create') {
-    const windows = ctx.windows ?? (await deps.windows.get(ctx.shape.inn));
+  if (opens && windows && (ctx.route.name !== 'check_create' || out.status === 200)) {
+    ctx.windows = windows;
     const expiry = deps.windows.expiry(windows, opens);
     if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
-  } else if (opens && ctx.windows && out.status === 200) {
-    const expiry = deps.windows.expiry(ctx.windows, opens);
-    if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
   }
-  ctx.chargedMinor = actual;
-  return { ...out, headers: { ...out.headers, 'x-charged-minor': String(actual) } };
+  return { ...out, headers: { ...out.headers, 'x-charged-minor': String(ctx.chargedMinor) } };
 };

@@ -1,0 +1,165 @@
+// The life of one charged upstream call in the money store (issue #10, DESIGN.md "State"):
+//   open     BEFORE the call: the estimate is held on every budget and a pending ledger entry
+//            (idempotency key, app, INN, kind, estimate, what to replay) is written, in ONE
+//            atomic step; a cap that would be passed refuses here. A lease on the entry is
+//            renewed while the call runs.
+//   record   the upstream charged: claim + ledger entry + budget settle + window open, ONE
+//            atomic step (an already-claimed key counts nothing twice).
+//   release  the upstream proved it charged nothing: the holds and the entry go.
+//   unknown  no answer (timeout, lost connection, a fault): the entry stays, counted against
+//            every budget, its lease ended, for the reconciler to resolve by replaying the key.
+// record and release go through the local outbox, so a store that fails right after the answer
+// loses nothing. A replica that dies mid-call leaves its entry with a lease that ends within
+// `leaseMs`; the reconciler on any live replica then resolves it.
+//
+// Must never: let a charged call start without its pending entry, or end a hold on a guess.
+import type { Clock } from '../clock.ts';
+import type { ChargeRecord, ChargeStore, CompanyWindows, PendingCharge, WindowKind } from '../store/store.ts';
+import type { BudgetDenial, BudgetGuard } from './budget-guard.ts';
+import type { ChargeOutbox } from './charge-outbox.ts';
+import { keepAlive, type Lease } from './lease.ts';
+
+export interface ChargeBookOptions {
+  store: Pick<ChargeStore, 'openCharge' | 'renewCharge'>;
+  budgets: BudgetGuard;
+  outbox: ChargeOutbox;
+  clock: Clock;
+  /** This replica's id: the owner of the leases it takes. */
+  replicaId: string;
+  /** A pending entry's lease; renewed every third of it while the call runs. */
+  leaseMs: number;
+  /** The coverage window's length (a charge opens one from the call's start). */
+  windowMs: number;
+  onError?: (err: unknown, what: string) => void;
+}
+
+export interface ChargeRequest {
+  key: string;
+  requestId: string;
+  app: string;
+  operation: string;
+  kind: string;
+  inn: string;
+  estimateMinor: number;
+  method: 'GET' | 'POST';
+  target: string;
+  body: string | null;
+  opens: WindowKind | null;
+}
+
+/** A charge opened by this replica, while its call runs. */
+export interface OpenCharge {
+  readonly pending: PendingCharge;
+  /** Renews the lease; stopped when the charge ends. */
+  readonly lease: Lease;
+  ended: boolean;
+}
+
+export interface Recorded {
+  /** What this call added to spend: 0 when the key was already counted. */
+  chargedMinor: number;
+  /** The company's windows after the record; null when the store was unreachable (outbox). */
+  windows: CompanyWindows | null;
+  /** false: the store was unreachable and the record waits in the local outbox. */
+  stored: boolean;
+}
+
+export interface AnswerFacts {
+  amountMinor: number;
+  upstreamRequestId: string | null;
+  /** When the upstream may have charged first (the call's start): the window opens from here. */
+  startedAt: number;
+  /** The answer opens the window (a 200 of a read or of a check answered at once). */
+  opensWindow: boolean;
+  reconciled?: boolean;
+}
+
+export class ChargeBook {
+  constructor(private readonly options: ChargeBookOptions) {}
+
+  async open(req: ChargeRequest): Promise<{ ok: true; charge: OpenCharge } | BudgetDenial> {
+    const { store, budgets, clock, replicaId, leaseMs } = this.options;
+    const specs = budgets.counterSpecs(req.app);
+    const now = clock.now();
+    const pending: PendingCharge = {
+      ...req,
+      at: now,
+      counters: specs.map((s) => s.key),
+      counterTtlMs: budgets.counterTtlMs,
+      owner: replicaId,
+      leaseUntil: now + leaseMs,
+      reconcileAttempts: 0,
+    };
+    const result = await store.openCharge(pending, specs);
+    if (!result.ok) return budgets.denial(req.app, result, req.estimateMinor);
+    const lease = keepAlive(
+      clock,
+      Math.max(1, Math.floor(leaseMs / 3)),
+      () => store.renewCharge(pending.key, replicaId, clock.now() + leaseMs),
+      (err) => this.options.onError?.(err, 'pending charge lease renewal failed'),
+    );
+    return { ok: true, charge: { pending, lease, ended: false } };
+  }
+
+  /** The upstream charged `facts.amountMinor` (> 0). */
+  async record(charge: OpenCharge, facts: AnswerFacts): Promise<Recorded> {
+    this.end(charge);
+    return this.recordPending(charge.pending, facts);
+  }
+
+  /** Records a pending entry (this replica's, or one the reconciler took over). */
+  async recordPending(p: PendingCharge, facts: AnswerFacts): Promise<Recorded> {
+    const record: ChargeRecord = {
+      key: p.key,
+      amountMinor: facts.amountMinor,
+      entry: {
+        at: facts.startedAt,
+        app: p.app,
+        operation: p.operation,
+        kind: p.kind,
+        inn: p.inn,
+        amountMinor: facts.amountMinor,
+        upstreamRequestId: facts.upstreamRequestId,
+        requestId: p.requestId,
+        idempotencyKey: p.key,
+        ...(facts.reconciled ? { reconciled: true } : {}),
+      },
+      counters: p.counters,
+      counterTtlMs: p.counterTtlMs,
+      ...(p.opens && facts.opensWindow
+        ? { window: { inn: p.inn, kind: p.opens, until: facts.startedAt + this.options.windowMs } }
+        : {}),
+    };
+    const result = await this.options.outbox.submit({ op: 'record', record });
+    if (result === null) return { chargedMinor: facts.amountMinor, windows: null, stored: false };
+    return {
+      chargedMinor: result.recorded ? facts.amountMinor : 0,
+      windows: result.windows,
+      stored: true,
+    };
+  }
+
+  /** The upstream proved it charged nothing. */
+  async release(charge: OpenCharge): Promise<void> {
+    this.end(charge);
+    await this.options.outbox.submit({ op: 'release', key: charge.pending.key });
+  }
+
+  /**
+   * No answer: the entry stays counted and its lease ends now, so the reconciler resolves it at
+   * once (a store fault here only delays that until the lease runs out by itself).
+   */
+  async unknown(charge: OpenCharge): Promise<void> {
+    this.end(charge);
+    await this.options.store
+      .renewCharge(charge.pending.key, this.options.replicaId, 0)
+      .catch((err: unknown) =>
+        this.options.onError?.(err, 'could not hand an unknown charge to the reconciler'),
+      );
+  }
+
+  private end(charge: OpenCharge): void {
+    charge.ended = true;
+    charge.lease.stop();
+  }
+}
