@@ -1,9 +1,11 @@
 // Store latency and throughput: the operations on a request's hot path (reserve + settle,
-// takeSlots, cache get/set of a compressed ~20 KB body, ledger append), run with a given
-// concurrency against the memory store and, when REDIS_URL is set, the Redis store (unique
-// prefix, own keys deleted afterwards; never FLUSHDB).
-//   node bin/run-ts.js bench/store-ops.ts [--ops 5000] [--concurrency 32]
+// takeSlots, cache get/set of a compressed ~20 KB body, ledger append, recordCharge), run with a
+// given concurrency against the memory store and, when REDIS_URL is set, the Redis store, and
+// the cache read again through the Redis store's in-process tier (unique prefix, own keys deleted
+// afterwards; never FLUSHDB).
+//   node bin/run-ts.js bench/store-ops.ts [--ops 5000] [--concurrency 32]   (writes bench/results/store-ops.json)
 // Must never: touch Redis keys outside its own prefix.
+import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
@@ -21,7 +23,7 @@ export interface OpResult {
 
 async function measure(
   label: string,
-  store: Store,
+  store: { kind: string },
   ops: number,
   concurrency: number,
   op: (i: number) => Promise<unknown>,
@@ -54,6 +56,7 @@ async function measure(
 }
 
 export async function benchStore(store: Store, ops: number, concurrency: number): Promise<OpResult[]> {
+  const windowUntil = systemClock.now() + 900_000;
   const body = Buffer.alloc(20_000, 7);
   const counters = [
     { key: 'bench:app:day', limitMinor: null, ttlMs: 60_000 },
@@ -79,7 +82,26 @@ export async function benchStore(store: Store, ops: number, concurrency: number)
     await measure('appendLedger', store, ops, concurrency, (i) =>
       store.appendLedger({ at: systemClock.now(), app: 'bench', n: i }),
     ),
+    await measure('recordCharge', store, ops, concurrency, (i) =>
+      store.recordCharge({
+        key: `bench-${i}`,
+        amountMinor: 100,
+        entry: { at: systemClock.now(), app: 'bench', amountMinor: 100, n: i },
+        counters: keys,
+        counterTtlMs: 60_000,
+        window: { inn: String(7707083893 + (i % 100)), kind: 'dossier', until: windowUntil },
+      }),
+    ),
   ];
+}
+
+/** Cache reads of entries already cached: `redis+local` serves them from the in-process tier. */
+export async function benchCacheRead(store: Store, label: string, ops: number, concurrency: number) {
+  const body = Buffer.alloc(20_000, 7);
+  for (let i = 0; i < 500; i++) await store.cacheSet(`bench:${i}:7707083893`, body, { ttlMs: 60_000 });
+  return measure('cacheGet 20KB (warm)', { kind: label }, ops, concurrency, (i) =>
+    store.cacheGet(`bench:${i % 500}:7707083893`),
+  );
 }
 
 async function deletePrefix(url: string, prefix: string): Promise<void> {
@@ -110,16 +132,22 @@ async function main(): Promise<void> {
   if (url) {
     const prefix = `cpgw-bench:${process.pid}:${Math.random().toString(36).slice(2, 8)}:`;
     const redis = new RedisStore({ url, prefix, clock: systemClock });
+    const local = new RedisStore({ url, prefix, clock: systemClock, localCacheBytes: 64 * 1024 * 1024 });
     try {
       results.push(...(await benchStore(redis, ops, concurrency)));
+      results.push(await benchCacheRead(redis, 'redis', ops, concurrency));
+      results.push(await benchCacheRead(local, 'redis+local', ops, concurrency));
     } finally {
-      await redis.close();
+      await Promise.all([redis.close(), local.close()]);
       await deletePrefix(url, prefix);
     }
   } else {
     console.warn('REDIS_URL not set: Redis store not benchmarked');
   }
   console.table(results);
+  const out = { ops, concurrency, redis: Boolean(url), results };
+  writeFileSync('bench/results/store-ops.json', `${JSON.stringify(out, null, 2)}\n`);
+  console.log('wrote bench/results/store-ops.json');
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) await main();

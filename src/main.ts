@@ -80,6 +80,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     prefix: config.store.prefix,
     clock: systemClock,
     cacheMaxBytes: config.store.cacheMaxBytes,
+    localCacheBytes: config.store.localCacheBytes,
+    onError: (err) => logger.warn({ err: (err as Error)?.message ?? String(err) }, 'store fault'),
   });
   cleanups.unshift(() => store.close());
   const upstream = new UpstreamClient({ url: upstreamUrl, apiKey, connections: config.upstream.connections });

@@ -134,6 +134,11 @@ export const configSchema = z
          * the next start replays them. Created only when needed. null: nowhere (logged in full).
          */
         stateDir: z.string().min(1).nullable().default('.cpgw-state'),
+        /**
+         * Redis only: bytes of the in-process tier in front of the shared cache (hot entries, kept
+         * no longer than their own TTL, purged on every replica over pub/sub). 0 turns it off.
+         */
+        localCacheBytes: z.number().int().min(0).default(67_108_864),
       })
       .strict()
       .prefault({}),
@@ -204,6 +209,8 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: '
     { env: 'CPGW_STATE_DIR', path: ['store', 'stateDir'], type: 'string' },
     { env: 'CPGW_LEASE_MS', path: ['cost', 'leaseMs'], type: 'int' },
     { env: 'CPGW_RECONCILE_INTERVAL_MS', path: ['cost', 'reconcileIntervalMs'], type: 'int' },
+        /**
+    { env: 'CPGW_LOCAL_CACHE_BYTES', path: ['store', 'localCacheBytes'], type: 'int' },
     { env: 'CPGW_LOG_LEVEL', path: ['log', 'level'], type: 'string' },
     { env: 'CPGW_TIME_ZONE', path: ['cost', 'timeZone'], type: 'string' },
     { env: 'CPGW_WINDOW_SECONDS', path: ['cost', 'windowSeconds'], type: 'int' },

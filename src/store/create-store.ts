@@ -13,6 +13,8 @@ export interface CreateStoreOptions {
   clock: Clock;
   /** Memory: the cache's byte bound. Redis: the largest single entry stored. */
   cacheMaxBytes: number;
+  /** Redis only: bytes of the in-process tier in front of the shared cache; 0 = none. */
+  localCacheBytes?: number;
   /** See MemoryStoreOptions.onError / RedisStoreOptions.onError. */
   onError?: (error: unknown) => void;
 }
@@ -24,6 +26,7 @@ export function createStore(options: CreateStoreOptions): Store {
       url: redisUrl,
       clock,
       cacheMaxBytes,
+      localCacheBytes: options.localCacheBytes ?? 0,
       ...(prefix ? { prefix } : {}),
       ...(onError ? { onError } : {}),
     });

@@ -2,12 +2,18 @@
 // promises: replicas sharing one Redis share budgets, limiter slots and pub/sub, and a dead Redis
 // fails fast with StoreUnavailableError. Every test writes under its own unique prefix and deletes
 // only that prefix's keys afterwards: the Redis may be shared (never FLUSHDB here).
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { RedisStore, StoreUnavailableError } from '../../src/store/index.ts';
-import { deleteKeysUnder, freePort, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
+import {
+  deleteKeysUnder,
+  eventually,
+  startPrivateRedis,
+  startTestRedis,
+  type TestRedis,
+  uniquePrefix,
+} from '../helpers/redis.ts';
 import { runStoreContract, until } from './contract-harness.ts';
 
 const redis: TestRedis | null = await startTestRedis();
@@ -129,79 +135,29 @@ describe('RedisStore when Redis is down', () => {
     await store.close();
   });
 
-  const hasServer = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
-  it.skipIf(!hasServer)(
-    'fails fast while Redis is gone and reconnects by itself when it is back',
-    async () => {
-      const port = await freePort();
-      const errors: unknown[] = [];
-      let server = await startServer(port);
-      const store = new RedisStore({
-        url: `redis://127.0.0.1:${port}`,
-        clock: systemClock,
-        onError: (e) => errors.push(e),
-      });
-      try {
-        await store.set('k', 'v', 60_000);
-        await stopServer(server);
-        await until(() => errors.length > 0);
-        const started = Date.now();
-        await expect(store.get('k')).rejects.toBeInstanceOf(StoreUnavailableError);
-        await expect(
-          store.takeSlots([{ name: 'key', limit: 1, windowMs: 1000 }], 'a'),
-        ).rejects.toBeInstanceOf(StoreUnavailableError);
-        expect(Date.now() - started).toBeLessThan(3_000);
-        expect(errors).toHaveLength(1); // one report per outage, not one per reconnect attempt
-        server = await startServer(port);
-        await eventually(() => store.ping(), 10_000);
-        await store.set('k', 'v2', 60_000); // scripts are reloaded after the restart (NOSCRIPT fallback)
-        expect((await store.takeSlots([{ name: 'key', limit: 1, windowMs: 1000 }], 'a')).ok).toBe(true);
-      } finally {
-        await store.close();
-        await stopServer(server);
-      }
-    },
-  );
-});
-
-async function startServer(port: number): Promise<ChildProcess> {
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {
-      stdio: 'ignore',
-    },
-  );
-  await eventually(async () => {
-    const probe = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => {});
+  it('fails fast while Redis is gone and reconnects by itself when it is back', async () => {
+    const server = await startPrivateRedis();
+    if (!server) return;
+    const errors: unknown[] = [];
+    const store = new RedisStore({ url: server.url, clock: systemClock, onError: (e) => errors.push(e) });
     try {
-      await probe.connect();
-      await probe.ping();
+      await store.set('k', 'v', 60_000);
+      await server.stop();
+      await until(() => errors.length > 0);
+      const started = Date.now();
+      await expect(store.get('k')).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.takeSlots([{ name: 'key', limit: 1, windowMs: 1000 }], 'a')).rejects.toBeInstanceOf(
+        StoreUnavailableError,
+      );
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(errors).toHaveLength(1); // one report per outage, not one per reconnect attempt
+      await server.start();
+      await eventually(() => store.ping(), 10_000);
+      await store.set('k', 'v2', 60_000); // scripts are reloaded after the restart (NOSCRIPT fallback)
+      expect((await store.takeSlots([{ name: 'key', limit: 1, windowMs: 1000 }], 'a')).ok).toBe(true);
     } finally {
-      probe.disconnect();
+      await store.close();
+      await server.stop();
     }
-  }, 5_000);
-  return child;
-}
-
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
-}
-
-/** Retries `attempt` every 50 ms until it resolves, up to timeoutMs. */
-async function eventually(attempt: () => Promise<unknown>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await attempt();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
+  });
+});

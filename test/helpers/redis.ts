@@ -47,18 +47,54 @@ async function waitForPing(port: number, child: ChildProcess): Promise<void> {
   throw new Error('redis-server did not answer within 5 s');
 }
 
+function spawnRedis(port: number): ChildProcess {
+  return spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
+}
+
+/** A private redis-server on a free port that a test may stop and start again (outages). */
+export interface PrivateRedis extends TestRedis {
+  port: number;
+  /** Starts it again on the same port (empty: nothing is saved); resolves once it answers PING. */
+  start(): Promise<void>;
+}
+
+/** A private redis-server (never the shared one), or null when the binary is missing. */
+export async function startPrivateRedis(): Promise<PrivateRedis | null> {
+  if (!hasRedisServer()) {
+    if (process.env.REQUIRE_REDIS === '1') throw new Error('REQUIRE_REDIS=1 but no redis-server binary');
+    return null;
+  }
+  const port = await freePort();
+  let child: ChildProcess | null = null;
+  const start = async () => {
+    const started = spawnRedis(port);
+    child = started;
+    await waitForPing(port, started);
+  };
+  const stop = async () => {
+    const running = child;
+    child = null;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise((r) => running.once('exit', r));
+    running.kill('SIGTERM');
+    await exited;
+  };
+  await start();
+  return { url: `redis://127.0.0.1:${port}`, port, start, stop };
+}
+
 /** A Redis for this test file, or null (tests must then skip) when none can be had. */
 export async function startTestRedis(): Promise<TestRedis | null> {
   if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => {} };
   if (hasRedisServer()) {
     const port = await freePort();
-    const child = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      {
-        stdio: 'ignore',
-      },
-    );
+    const child = spawnRedis(port);
     await waitForPing(port, child);
     return {
       url: `redis://127.0.0.1:${port}`,
@@ -96,5 +132,19 @@ export async function deleteKeysUnder(url: string, prefixes: Iterable<string>): 
     }
   } finally {
     client.disconnect();
+  }
+}
+
+/** Retries `attempt` every 20 ms until it resolves, up to timeoutMs (then throws its last error). */
+export async function eventually(attempt: () => Promise<unknown>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await attempt();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 }

@@ -61,6 +61,28 @@ maybe('ResponseCache over RedisStore', () => {
     { clockDrivenTtl: false },
   );
 
+  runResponseCacheSuite(
+    'RedisStore with the in-process tier',
+    async (clock) => {
+      const prefix = newPrefix();
+      const store = new RedisStore({
+        url,
+        prefix,
+        clock,
+        cacheMaxBytes: 10 * 1024 * 1024,
+        localCacheBytes: 1 << 20,
+      });
+      return {
+        store,
+        close: async () => {
+          await deleteKeysUnder(url, [prefix]);
+          await store.close();
+        },
+      };
+    },
+    { clockDrivenTtl: false },
+  );
+
   it('stores a ~100 KB dossier in under 20 KB of Redis (STRLEN and MEMORY USAGE of the key)', async () => {
     const prefix = newPrefix();
     const clock = new ManualClock();

@@ -60,6 +60,18 @@ export function watchClient(client: Redis, onError: (error: unknown) => void, ke
   return client;
 }
 
+/** Calls `then` each time the client is ready again after having lost its connection. */
+export function onReconnect(client: Redis, then: () => void): void {
+  let lost = false;
+  client.on('close', () => {
+    lost = true;
+  });
+  client.on('ready', () => {
+    if (lost) then();
+    lost = false;
+  });
+}
+
 export function isNoScript(error: unknown): boolean {
   return error instanceof ReplyError && String((error as Error).message).startsWith('NOSCRIPT');
 }

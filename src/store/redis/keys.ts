@@ -115,7 +115,16 @@ export class RedisKeys {
 
   /** The logical name of a state key, or null when `redisKey` is not one. */
   logicalState(redisKey: string): string | null {
-    const head = `${this.prefix}s:`;
+    return this.logicalOf('s:', redisKey);
+  }
+
+  /** The logical name of a cache entry key, or null when `redisKey` is not one. */
+  logicalCache(redisKey: string): string | null {
+    return this.logicalOf('c:', redisKey);
+  }
+
+  private logicalOf(kind: string, redisKey: string): string | null {
+    const head = `${this.prefix}${kind}`;
     if (!redisKey.startsWith(head)) return null;
     const rest = redisKey.slice(head.length);
     if (!rest.startsWith('{')) return rest;

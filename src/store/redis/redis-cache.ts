@@ -43,14 +43,32 @@ export class RedisCache implements CacheStore {
     );
   }
 
+  /** The entry and what is left of its TTL, in one round trip (the local tier keeps it no longer). */
+  async cacheGetWithTtl(key: string): Promise<{ value: Buffer; ttlMs: number } | null> {
+    const { link } = this;
+    const entry = link.k.cache(key);
+    const [value, ttl] = await link.run(async () => {
+      const replies = (await link.client.pipeline().getBuffer(entry).pttl(entry).exec()) ?? [];
+      for (const [error] of replies) if (error) throw error;
+      return [replies[0]?.[1] as Buffer | null, Number(replies[1]?.[1] ?? -2)] as const;
+    });
+    return value ? { value, ttlMs: ttl } : null;
+  }
+
   async cachePurgeTag(tag: string): Promise<number> {
+    return (await this.purgeTagKeys(tag)).purged;
+  }
+
+  /** Purges a tag; answers how many entries were still cached and the logical keys it named. */
+  async purgeTagKeys(tag: string): Promise<{ purged: number; keys: string[] }> {
     const { link } = this;
     return link.run(async () => {
       const entries = (await link.eval(TAG_TAKE, [link.k.cacheTag(tag)], [])) as string[];
-      if (entries.length === 0) return 0;
+      if (entries.length === 0) return { purged: 0, keys: [] };
       const deleted = await Promise.all(entries.map((entry) => link.client.del(entry)));
       await link.eval(CACHE_ACCOUNT, this.accountKeys(), ['del', ...entries]);
-      return deleted.reduce((sum, n) => sum + n, 0);
+      const keys = entries.map((e) => link.k.logicalCache(e)).filter((k): k is string => k !== null);
+      return { purged: deleted.reduce((sum, n) => sum + n, 0), keys };
     });
   }
 

@@ -15,10 +15,10 @@
 // Must never: hang a request on a dead Redis, block the event loop, or touch keys outside its prefix.
 import type { Clock } from '../../clock.ts';
 import { ComposedStore } from '../composed-store.ts';
-import type { StoreRoles } from '../store.ts';
-import { type ConnectionOptions, openClient, quit } from './connection.ts';
+import { type ConnectionOptions, onReconnect, openClient, quit } from './connection.ts';
 import { RedisKeys } from './keys.ts';
 import { RedisLink } from './link.ts';
+import { LocalCacheTier } from './local-cache-tier.ts';
 import { RedisBudgets } from './redis-budgets.ts';
 import { RedisBus } from './redis-bus.ts';
 import { RedisCache } from './redis-cache.ts';
@@ -39,6 +39,8 @@ export interface RedisStoreOptions extends ConnectionOptions {
   ledgerMaxLen?: number;
   /** Reports a lost connection (once per outage) and throwing subscriber handlers. Default: process.emitWarning. */
   onError?: (error: unknown) => void;
+  /** Bytes of the in-process tier in front of the cache role (local-cache-tier.ts); 0 or absent = none. */
+  localCacheBytes?: number;
 }
 
 export class RedisStore extends ComposedStore {
@@ -46,6 +48,8 @@ export class RedisStore extends ComposedStore {
   private readonly link: RedisLink;
   private readonly bus: RedisBus;
   private readonly clock: Clock;
+  /** The in-process cache tier, when configured. */
+  readonly localTier: LocalCacheTier | null;
 
   constructor(options: RedisStoreOptions) {
     const onError = options.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
@@ -55,19 +59,24 @@ export class RedisStore extends ComposedStore {
       onError,
     );
     const ledgerMaxLen = options.ledgerMaxLen ?? 1_000_000;
-    const roles: StoreRoles = {
-      cache: new RedisCache(link, options.cacheMaxBytes ?? Number.MAX_SAFE_INTEGER),
+    const bus = new RedisBus(link);
+    const remote = new RedisCache(link, options.cacheMaxBytes ?? Number.MAX_SAFE_INTEGER);
+    const localBytes = options.localCacheBytes ?? 0;
+    const tier = localBytes > 0 ? new LocalCacheTier(remote, bus, options.clock, localBytes, onError) : null;
+    super({
+      cache: tier ?? remote,
       state: new RedisState(link),
       budgets: new RedisBudgets(link),
       slots: new RedisSlots(link),
       ledger: new RedisLedger(link, ledgerMaxLen),
-      bus: new RedisBus(link),
+      bus,
       charges: new RedisCharges(link, ledgerMaxLen),
-    };
-    super(roles);
+    });
     this.link = link;
-    this.bus = roles.bus as RedisBus;
+    this.bus = bus;
     this.clock = options.clock;
+    this.localTier = tier;
+    if (tier) onReconnect(link.client, () => tier.clear());
   }
 
   override async ping(): Promise<void> {
@@ -81,6 +90,7 @@ export class RedisStore extends ComposedStore {
   }
 
   override async close(): Promise<void> {
+    await this.localTier?.close();
     await Promise.all([this.bus.close(), quit(this.link.client)]);
   }
 }
