@@ -24,8 +24,8 @@ function newPrefix(): string {
   return prefix;
 }
 
-function open(url: string, prefix: string, clock: ManualClock): RedisStore {
-  return new RedisStore({ url, prefix, clock, cacheMaxBytes: 10 * 1024 * 1024 });
+function open(url: string, prefix: string, clock: ManualClock, localCacheBytes = 0): RedisStore {
+  return new RedisStore({ url, prefix, clock, cacheMaxBytes: 10 * 1024 * 1024, localCacheBytes });
 }
 
 const maybe = redis ? describe : describe.skip;
@@ -45,43 +45,26 @@ maybe('ResponseCache over RedisStore', () => {
     await redis.stop();
   });
 
-  runResponseCacheSuite(
-    'RedisStore',
-    async (clock) => {
-      const prefix = newPrefix();
-      const store = open(url, prefix, clock);
-      return {
-        store,
-        close: async () => {
-          await deleteKeysUnder(url, [prefix]);
-          await store.close();
-        },
-      };
-    },
-    { clockDrivenTtl: false },
-  );
-
-  runResponseCacheSuite(
-    'RedisStore with the in-process tier',
-    async (clock) => {
-      const prefix = newPrefix();
-      const store = new RedisStore({
-        url,
-        prefix,
-        clock,
-        cacheMaxBytes: 10 * 1024 * 1024,
-        localCacheBytes: 1 << 20,
-      });
-      return {
-        store,
-        close: async () => {
-          await deleteKeysUnder(url, [prefix]);
-          await store.close();
-        },
-      };
-    },
-    { clockDrivenTtl: false },
-  );
+  for (const [name, localCacheBytes] of [
+    ['RedisStore', 0],
+    ['RedisStore with the in-process tier', 1 << 20],
+  ] as const) {
+    runResponseCacheSuite(
+      name,
+      async (clock) => {
+        const prefix = newPrefix();
+        const store = open(url, prefix, clock, localCacheBytes);
+        return {
+          store,
+          close: async () => {
+            await deleteKeysUnder(url, [prefix]);
+            await store.close();
+          },
+        };
+      },
+      { clockDrivenTtl: false },
+    );
+  }
 
   it('stores a ~100 KB dossier in under 20 KB of Redis (STRLEN and MEMORY USAGE of the key)', async () => {
     const prefix = newPrefix();
