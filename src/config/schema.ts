@@ -209,7 +209,6 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: '
     { env: 'CPGW_STATE_DIR', path: ['store', 'stateDir'], type: 'string' },
     { env: 'CPGW_LEASE_MS', path: ['cost', 'leaseMs'], type: 'int' },
     { env: 'CPGW_RECONCILE_INTERVAL_MS', path: ['cost', 'reconcileIntervalMs'], type: 'int' },
-        /**
     { env: 'CPGW_LOCAL_CACHE_BYTES', path: ['store', 'localCacheBytes'], type: 'int' },
     { env: 'CPGW_LOG_LEVEL', path: ['log', 'level'], type: 'string' },
     { env: 'CPGW_TIME_ZONE', path: ['cost', 'timeZone'], type: 'string' },
