@@ -75,6 +75,44 @@ export async function startTestRedis(): Promise<TestRedis | null> {
   return null;
 }
 
+/** A private redis-server a test may stop and start again on the same port (outages). */
+export interface RestartableRedis extends TestRedis {
+  start(): Promise<void>;
+}
+
+/**
+ * A private redis-server on a free port, never the shared one (a test stops it): null when the
+ * binary is missing (the test must then skip, or fail under REQUIRE_REDIS=1).
+ */
+export async function startPrivateRedis(): Promise<RestartableRedis | null> {
+  if (!hasRedisServer()) {
+    if (process.env.REQUIRE_REDIS === '1') throw new Error('REQUIRE_REDIS=1 but no redis-server binary');
+    return null;
+  }
+  const port = await freePort();
+  let child: ChildProcess | null = null;
+  const start = async () => {
+    const c = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    child = c;
+    await waitForPing(port, c);
+  };
+  const stop = async () => {
+    const c = child;
+    child = null;
+    if (!c || c.exitCode !== null) return;
+    c.kill('SIGTERM');
+    await new Promise((r) => c.once('exit', r));
+  };
+  await start();
+  return { url: `redis://127.0.0.1:${port}`, start, stop };
+}
+
 /** A key prefix unique to one test run, so tests never touch data they did not write. */
 export function uniquePrefix(name: string): string {
   return `cpgw-test:${name}:${process.pid}:${Math.random().toString(36).slice(2, 8)}:`;
