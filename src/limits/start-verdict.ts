@@ -58,11 +58,14 @@ export function hopelessWaiters<W>(a: VerdictInput<W>): Map<W, Verdict> {
       const v = a.viewOf(spec.name);
       if (!v) continue;
       const appCap = spec.cls.kind === 'cap';
-      let at = startEstimateMs(v.view, appCap ? inApp : ahead);
-      at = Math.max(at, (a.freesAt(spec.name) ?? a.now) - a.now);
+      const estimate = startEstimateMs(v.view, appCap ? inApp : ahead);
+      const at = Math.max(estimate, (a.freesAt(spec.name) ?? a.now) - a.now);
       if (at > worst || !verdict) {
         worst = at;
-        const reason: DenialReason = appCap ? 'app_cap' : v.state.pausedForMs >= at ? 'paused' : 'deadline';
+        // Paused when the pause is what binds the class (judged on the one Store reading: the
+        // refusal's own time is a few ms older and would make a pause look like a full window).
+        const paused = v.state.pausedForMs > 0 && v.state.pausedForMs >= estimate;
+        const reason: DenialReason = appCap ? 'app_cap' : paused ? 'paused' : 'deadline';
         verdict = { limit: baseClassOf(spec.cls), retryAfterMs: at, reason };
       }
     }

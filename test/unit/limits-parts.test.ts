@@ -152,6 +152,23 @@ describe('start verdicts', () => {
     expect(specsToRead([w], () => [key, cap, share]).map((s) => s.name)).toEqual(['check', 'check@a']);
   });
 
+  it('a pause that binds is reported as paused, though the refusal was read a few ms earlier', () => {
+    const w = { app: 'a', deadline: 1000 };
+    const pausedView = {
+      view: { limit: 2, windowMs: 60_000, used: 0, pausedForMs: 6900, ownExpiriesMs: [] },
+      state: { name: 'check', used: 0, pausedForMs: 6900 },
+    };
+    const out = hopelessWaiters({
+      ...base,
+      order: [w],
+      candidates: new Set([w]),
+      specsOf: () => [key],
+      viewOf: () => pausedView,
+      freesAt: () => 6905,
+    });
+    expect(out.get(w)).toEqual({ limit: 'check', retryAfterMs: 6905, reason: 'paused' });
+  });
+
   it('a share refusal lasts until the next reading of who waits; the minute cap until the reset', () => {
     expect(refusalLastsMs({ kind: 'share', cls: 'key', app: 'a' }, 40_000, { fairRefreshMs: 100 })).toBe(100);
     expect(
