@@ -198,12 +198,21 @@ function governedUpstream(deps: ServerDeps): GovernedUpstream {
   const { config, store, clock, logger } = deps;
   const onError = (err: unknown) =>
     logger.warn({ err: (err as Error)?.message ?? String(err) }, 'rate limiter fault');
+  const { expectedReplicas, ...classes } = config.limits;
   const governor = new RateGovernor({
     store,
     clock,
     // Only what config sets (absent fields stay absent): a key limit set there is a ceiling
     // over X-RateLimit-Limit.
-    classes: config.limits,
+    classes,
+    expectedReplicas,
+    onLocalMode: (local, cause) =>
+      local
+        ? logger.warn(
+            { err: (cause as Error)?.message ?? String(cause), expectedReplicas },
+            'store unreachable: rate limits on conservative local shares (limit / expectedReplicas)',
+          )
+        : logger.warn('store reachable again: rate limits back on the shared budget'),
     apps: config.apps.map((a) => ({
       name: a.name,
       weight: a.limits.weight,

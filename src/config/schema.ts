@@ -52,6 +52,8 @@ const limitClassSchema = z
     burst: z.number().int().min(1).max(1_000_000).optional(),
     /** How long a request may wait in the queue when it sends no X-Max-Wait-Ms. */
     maxWaitMs: z.number().int().min(0).max(600_000).optional(),
+    /** While the Store is unreachable: this replica's own limit (default limit / expectedReplicas). */
+    localLimit: z.number().int().min(0).max(1_000_000).optional(),
   })
   .strict();
 
@@ -61,6 +63,8 @@ const limitsSchema = z
     search: limitClassSchema.optional(),
     suggest: limitClassSchema.optional(),
     check: limitClassSchema.optional(),
+    /** Replicas sharing the Store: while it is unreachable each gets limit / expectedReplicas. */
+    expectedReplicas: z.number().int().min(1).max(1000).default(2),
   })
   .strict()
   .prefault({});

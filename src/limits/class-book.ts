@@ -8,17 +8,12 @@
 // and no reading of upstream answers: upstream-follower.ts sets the key limit and the minute cap.
 // Must never call Date.now(): every time comes from the injected clock.
 import type { Clock } from '../clock.ts';
-import type { LimitClassSpec, LimitClassState, SlotStore } from '../store/store.ts';
+import type { LimitClassState } from '../store/store.ts';
 import type { FairShare } from './fair-share.ts';
-import {
-  appCapClassName,
-  LIMIT_CLASS_NAMES,
-  type LimitClassConfig,
-  type LimitClassName,
-  paceSpec,
-  upstreamMinuteClassName,
-} from './limit-classes.ts';
+import { LIMIT_CLASS_NAMES, type LimitClassConfig, type LimitClassName, paceOf } from './limit-classes.ts';
 import { type ClassView, startEstimateMs } from './slot-estimate.ts';
+import type { GovernedSlots, OwnSlot } from './slot-fallback.ts';
+import { type ClassSpec, classSpec, decodeStoreClass } from './store-class.ts';
 
 export interface AppLimits {
   name: string;
@@ -45,17 +40,6 @@ export interface MinuteCap {
   limit: number;
 }
 
-/** A class of one app (its cap or its share): refusing it blocks that app only. */
-export function isAppClass(storeClass: string): boolean {
-  return storeClass.includes('@');
-}
-
-/** "search@crm:share" -> "search"; "key~1768467660000" -> "key". */
-export function baseClassOf(storeClass: string): LimitClassName {
-  const base = storeClass.split(/[@~:]/)[0] as LimitClassName;
-  return LIMIT_CLASS_NAMES.includes(base) ? base : 'key';
-}
-
 export class ClassBook {
   keyLimit: number;
   minuteCap: MinuteCap | null = null;
@@ -64,7 +48,7 @@ export class ClassBook {
   private readonly apps = new Map<string, AppLimits>();
 
   constructor(
-    private readonly store: SlotStore,
+    private readonly store: GovernedSlots,
     private readonly clock: Clock,
     readonly classes: Record<LimitClassName, LimitClassConfig>,
     apps: AppLimits[],
@@ -111,12 +95,11 @@ export class ClassBook {
     names: readonly LimitClassName[],
   ): Promise<Partial<Record<LimitClassName, Headroom>>> {
     const now = this.clock.now();
-    const specs: LimitClassSpec[] = [];
+    const specs: ClassSpec[] = [];
     for (const name of names) {
       specs.push(this.spec(name));
-      const cap = this.capOf(app, name);
-      if (cap !== undefined)
-        specs.push({ name: appCapClassName(name, app), limit: cap, windowMs: this.classes[name].windowMs });
+      const cap = this.capSpec(app, name);
+      if (cap) specs.push(cap);
     }
     const cap = names.includes('key') ? this.activeMinuteCap(now) : null;
     if (cap) specs.push(this.minuteCapSpec(cap));
@@ -125,12 +108,7 @@ export class ClassBook {
     for (const name of names) {
       const related = specs
         .map((spec, i) => ({ spec, state: states[i] }))
-        .filter(
-          ({ spec }) =>
-            spec.name === name ||
-            spec.name === appCapClassName(name, app) ||
-            (name === 'key' && spec.name.startsWith('key~')),
-        );
+        .filter(({ spec: { cls } }) => (cls.kind === 'minute' ? name === 'key' : cls.cls === name));
       let limit = Number.POSITIVE_INFINITY;
       let remaining = Number.POSITIVE_INFINITY;
       let resetAtMs = now;
@@ -140,8 +118,8 @@ export class ClassBook {
         const view = this.view(spec, state, now);
         // The upstream-minute cap is a passing bound: it lowers what remains, not the limit
         // an app is told it has (X-RateLimit-Limit stays the class's or the app's cap).
-        if (!spec.name.startsWith('key~')) limit = Math.min(limit, spec.limit);
-        remaining = Math.min(remaining, state.pausedForMs > 0 ? 0 : Math.max(0, spec.limit - state.used));
+        if (spec.cls.kind !== 'minute') limit = Math.min(limit, view.limit);
+        remaining = Math.min(remaining, state.pausedForMs > 0 ? 0 : Math.max(0, view.limit - state.used));
         const allOwn = view.ownExpiriesMs.length >= state.used;
         const clears = state.used === 0 ? 0 : allOwn ? Math.max(0, ...view.ownExpiriesMs) : view.windowMs;
         resetAtMs = Math.max(resetAtMs, now + Math.max(clears, state.pausedForMs));
@@ -168,10 +146,10 @@ export class ClassBook {
   }
 
   /** Records one of this replica's slots; forgets those that have left their window. */
-  remember(spec: LimitClassSpec, id: string, now: number): void {
-    if (spec.name.startsWith('key~')) {
+  remember(spec: ClassSpec, id: string, now: number): void {
+    if (spec.cls.kind === 'minute') {
       for (const name of this.ownSlots.keys())
-        if (name.startsWith('key~') && name !== spec.name) this.ownSlots.delete(name);
+        if (decodeStoreClass(name)?.kind === 'minute' && name !== spec.name) this.ownSlots.delete(name);
     }
     let own = this.ownSlots.get(spec.name);
     if (!own) {
@@ -187,16 +165,15 @@ export class ClassBook {
   }
 
   /** Every store class one call takes: its classes, their pacing, the app's cap and share, the minute cap. */
-  specsFor(w: { app: string; classes: LimitClassName[] }): LimitClassSpec[] {
-    const specs: LimitClassSpec[] = [];
+  specsFor(w: { app: string; classes: LimitClassName[] }): ClassSpec[] {
+    const specs: ClassSpec[] = [];
     for (const c of w.classes) {
       const spec = this.spec(c);
       specs.push(spec);
-      const pace = paceSpec(c, spec.limit, spec.windowMs, this.classes[c].burst);
-      if (pace) specs.push(pace);
-      const cap = this.capOf(w.app, c);
-      if (cap !== undefined)
-        specs.push({ name: appCapClassName(c, w.app), limit: cap, windowMs: this.classes[c].windowMs });
+      const pace = paceOf(spec.limit, spec.windowMs, this.classes[c].burst);
+      if (pace) specs.push(classSpec({ kind: 'pace', cls: c }, pace.limit, pace.windowMs));
+      const cap = this.capSpec(w.app, c);
+      if (cap) specs.push(cap);
       specs.push(this.fair.spec(c, w.app, spec.limit));
     }
     const minute = w.classes.includes('key') ? this.activeMinuteCap(this.clock.now()) : null;
@@ -204,15 +181,31 @@ export class ClassBook {
     return specs;
   }
 
-  spec(name: LimitClassName): LimitClassSpec {
+  spec(name: LimitClassName): ClassSpec {
     const c = this.classes[name];
-    return { name, limit: name === 'key' ? this.keyLimit : c.limit, windowMs: c.windowMs };
+    return classSpec({ kind: 'class', cls: name }, name === 'key' ? this.keyLimit : c.limit, c.windowMs);
   }
 
-  view(spec: LimitClassSpec, state: LimitClassState, now: number): ClassView {
+  /** The app's own cap on a class, or null when it has none. */
+  capSpec(app: string, c: LimitClassName): ClassSpec | null {
+    const cap = this.capOf(app, c);
+    return cap === undefined ? null : classSpec({ kind: 'cap', cls: c, app }, cap, this.classes[c].windowMs);
+  }
+
+  /** This replica's slots still in a window, with their classes (copied into the local log on an outage). */
+  *ownSlotsNow(): Iterable<OwnSlot> {
+    for (const [name, slots] of this.ownSlots) {
+      const c = decodeStoreClass(name);
+      if (!c) continue;
+      const windowMs = c.kind === 'minute' ? this.minuteCapWindowMs() : this.classes[c.cls].windowMs;
+      for (const [id, at] of slots) yield { spec: { name, limit: 0, windowMs }, id, at };
+    }
+  }
+
+  view(spec: ClassSpec, state: LimitClassState, now: number): ClassView {
     const own = this.ownSlots.get(spec.name);
     const ownExpiriesMs: number[] = [];
-    const minute = spec.name.startsWith('key~');
+    const minute = spec.cls.kind === 'minute';
     const windowMs =
       minute && this.minuteCap
         ? Math.max(1, this.minuteCap.resetAtMs + this.resetMarginMs - now)
@@ -224,19 +217,16 @@ export class ClassBook {
         else ownExpiriesMs.push(left);
       }
     }
-    return { limit: spec.limit, windowMs, used: state.used, pausedForMs: state.pausedForMs, ownExpiriesMs };
+    const limit = this.store.limitOf?.(spec) ?? spec.limit;
+    return { limit, windowMs, used: state.used, pausedForMs: state.pausedForMs, ownExpiriesMs };
   }
 
   minuteCapWindowMs(): number {
     return 2 * this.classes.key.windowMs + this.resetMarginMs;
   }
 
-  minuteCapSpec(cap: MinuteCap): LimitClassSpec {
-    return {
-      name: upstreamMinuteClassName(cap.resetAtMs),
-      limit: cap.limit,
-      windowMs: this.minuteCapWindowMs(),
-    };
+  minuteCapSpec(cap: MinuteCap): ClassSpec {
+    return classSpec({ kind: 'minute', resetAtMs: cap.resetAtMs }, cap.limit, this.minuteCapWindowMs());
   }
 
   activeMinuteCap(now: number): MinuteCap | null {

@@ -13,8 +13,9 @@
 // The share is a scheduling hint on top of the class limit: it never lets a call start that the
 // class would refuse (the class is in the same atomic take). Must never block an app that is
 // alone in wanting the class.
-import type { LimitClassSpec, SlotStore } from '../store/store.ts';
 import type { LimitClassName } from './limit-classes.ts';
+import type { SlotStore } from './slot-fallback.ts';
+import { type ClassSpec, classSpec } from './store-class.ts';
 
 export interface FairShareOptions {
   store: SlotStore;
@@ -38,16 +39,8 @@ export class FairShare {
 
   constructor(private readonly o: FairShareOptions) {}
 
-  static shareClass(c: LimitClassName, app: string): string {
-    return `${c}@${app}:share`;
-  }
-
-  static isShareClass(storeClass: string): boolean {
-    return storeClass.endsWith(':share');
-  }
-
-  private static waitingClass(c: LimitClassName, app: string): string {
-    return `${c}@${app}:waiting`;
+  private waitingSpec(c: LimitClassName, app: string): ClassSpec {
+    return classSpec({ kind: 'waiting', cls: c, app }, NEVER_BINDING, this.o.windowOf(c));
   }
 
   /** Re-reads who waits for these classes when the last reading is older than refreshMs. */
@@ -58,14 +51,8 @@ export class FairShare {
     );
     if (stale.length === 0) return;
     const apps = this.o.knownApps();
-    const specs: LimitClassSpec[] = [];
-    for (const c of stale)
-      for (const app of apps)
-        specs.push({
-          name: FairShare.waitingClass(c, app),
-          limit: NEVER_BINDING,
-          windowMs: this.o.windowOf(c),
-        });
+    const specs: ClassSpec[] = [];
+    for (const c of stale) for (const app of apps) specs.push(this.waitingSpec(c, app));
     const states = specs.length > 0 ? await this.o.store.limiterState(specs) : [];
     let i = 0;
     for (const c of stale) {
@@ -76,13 +63,13 @@ export class FairShare {
   }
 
   /** The app's share class for this take (from the last reading of who waits). */
-  spec(c: LimitClassName, app: string, classLimit: number): LimitClassSpec {
+  spec(c: LimitClassName, app: string, classLimit: number): ClassSpec {
     let others = 0;
     for (const other of this.waiting.get(c)?.apps ?? []) if (other !== app) others += this.o.weightOf(other);
     const weight = this.o.weightOf(app);
     const limit =
       others === 0 ? NEVER_BINDING : Math.max(1, Math.floor((classLimit * weight) / (weight + others)));
-    return { name: FairShare.shareClass(c, app), limit, windowMs: this.o.windowOf(c) };
+    return classSpec({ kind: 'share', cls: c, app }, limit, this.o.windowOf(c));
   }
 
   /** Apps waiting for a class anywhere, as last read. */
@@ -92,19 +79,18 @@ export class FairShare {
 
   /** Says, for every replica to see, that this app waits here for the class. */
   async markWaiting(c: LimitClassName, app: string): Promise<void> {
-    const name = FairShare.waitingClass(c, app);
+    const spec = this.waitingSpec(c, app);
     const now = this.o.now();
-    const window = this.o.windowOf(c);
-    const last = this.registered.get(name);
-    if (last !== undefined && now - last < window / 2) return;
-    this.registered.set(name, now);
+    const last = this.registered.get(spec.name);
+    if (last !== undefined && now - last < spec.windowMs / 2) return;
+    this.registered.set(spec.name, now);
     this.waiting.get(c)?.apps.add(app);
-    await this.o.store.takeSlots([{ name, limit: NEVER_BINDING, windowMs: window }], this.o.instance);
+    await this.o.store.takeSlots([spec], this.o.instance);
   }
 
   /** This replica has no more waiters of the app for the class. */
   async clearWaiting(c: LimitClassName, app: string): Promise<void> {
-    const name = FairShare.waitingClass(c, app);
+    const { name } = this.waitingSpec(c, app);
     if (!this.registered.delete(name)) return;
     await this.o.store.returnSlots([name], this.o.instance);
   }

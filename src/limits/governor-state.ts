@@ -4,10 +4,10 @@
 //
 // Read-only: one limiterState round trip and a refresh of who waits. Must never decide, take or
 // give back a slot, nor change a limit.
-import type { SlotStore } from '../store/store.ts';
 import type { ClassBook } from './class-book.ts';
 import type { FairShare } from './fair-share.ts';
 import { LIMIT_CLASS_NAMES, type LimitClassName } from './limit-classes.ts';
+import type { SlotStore } from './slot-fallback.ts';
 import type { AppWaitStats, WaitStats } from './wait-stats.ts';
 
 export interface GovernorState {
@@ -36,7 +36,7 @@ export interface GovernorState {
 /** One local waiting line, as far as the snapshot needs it. */
 export interface QueuedLine {
   readonly classes: LimitClassName[];
-  readonly fq: { depthByApp(): Record<string, number> };
+  depthByApp(): Record<string, number>;
 }
 
 export async function readGovernorState(a: {
@@ -57,7 +57,7 @@ export async function readGovernorState(a: {
   const queued = new Map<LimitClassName, Record<string, number>>();
   const waiting = new Map<string, number>();
   for (const line of a.lines) {
-    for (const [app, n] of Object.entries(line.fq.depthByApp())) {
+    for (const [app, n] of Object.entries(line.depthByApp())) {
       waiting.set(app, (waiting.get(app) ?? 0) + n);
       for (const c of line.classes) {
         const q = queued.get(c) ?? {};

@@ -1,6 +1,7 @@
 // The limiter's classes: their defaults (the upstream spec's "Limits" table), which classes each
 // gateway route spends, which class an upstream 429 belongs to, and the names of the derived
-// classes (per-app caps, the upstream's per-minute key cap) that go into the same atomic take.
+// pacing (how many calls may start in a short window). The store classes derived from these (per-app
+// caps, shares, the upstream's per-minute key cap) are typed in store-class.ts.
 //
 // Pure data and pure functions: no clock, no I/O. Must never decide whether a call may start
 // (that is rate-governor.ts) or know how a backend stores a class.
@@ -24,6 +25,11 @@ export interface LimitClassConfig {
    * another app's burst. burst >= limit turns pacing off.
    */
   burst: number;
+  /**
+   * While the Store is unreachable, the most this replica alone starts per window (its
+   * conservative local share). Default: limit / the expected number of replicas.
+   */
+  localLimit?: number;
 }
 
 export const MINUTE_MS = 60_000;
@@ -54,6 +60,11 @@ export function limitClassesWith(
       throw new RangeError(`maxWaitMs of ${name} must be >= 0, got ${merged.maxWaitMs}`);
     if (!Number.isSafeInteger(merged.burst) || merged.burst < 1)
       throw new RangeError(`burst of ${name} must be an integer >= 1, got ${merged.burst}`);
+    if (
+      merged.localLimit !== undefined &&
+      (!Number.isSafeInteger(merged.localLimit) || merged.localLimit < 0)
+    )
+      throw new RangeError(`localLimit of ${name} must be an integer >= 0, got ${merged.localLimit}`);
     out[name] = merged;
   }
   return out;
@@ -78,28 +89,14 @@ export function pausedClassOf(route: RouteName): LimitClassName | null {
 }
 
 /**
- * The pacing class of a class ("search:pace"), or null when pacing is off. Its window is the
- * time `burst` calls take at the class's full rate.
+ * The pacing of a class (its store class is `{ kind: 'pace' }`), or null when pacing is off. Its
+ * window is the time `burst` calls take at the class's full rate.
  */
-export function paceSpec(
-  name: LimitClassName,
+export function paceOf(
   limit: number,
   windowMs: number,
   burst: number,
-): { name: string; limit: number; windowMs: number } | null {
+): { limit: number; windowMs: number } | null {
   if (limit <= 0 || burst >= limit) return null;
-  return { name: `${name}:pace`, limit: burst, windowMs: Math.ceil((windowMs * burst) / limit) };
-}
-
-/** Store class that holds one app's cap on a class, e.g. "search@crm". */
-export function appCapClassName(className: LimitClassName, app: string): string {
-  return `${className}@${app}`;
-}
-
-/**
- * Store class that counts key calls made while the upstream's minute ending at `resetAtMs`
- * runs (the X-RateLimit-Remaining cap), e.g. "key~1768467660000". A fresh log per minute.
- */
-export function upstreamMinuteClassName(resetAtMs: number): string {
-  return `key~${resetAtMs}`;
+  return { limit: burst, windowMs: Math.ceil((windowMs * burst) / limit) };
 }

@@ -11,9 +11,10 @@
 // a malformed broadcast set a limit.
 import type { Clock } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
-import type { BusStore, SlotStore } from '../store/store.ts';
 import type { ClassBook, MinuteCap } from './class-book.ts';
-import { pausedClassOf, routeClasses, upstreamMinuteClassName } from './limit-classes.ts';
+import { pausedClassOf, routeClasses } from './limit-classes.ts';
+import type { LimitsBus, SlotStore } from './slot-fallback.ts';
+import { encodeStoreClass } from './store-class.ts';
 import { readUpstreamSignals, type SignalOptions } from './upstream-signals.ts';
 
 /** The pub/sub channel every replica's follower listens on. */
@@ -32,7 +33,10 @@ export type FollowedLimits = Pick<
 >;
 
 export interface UpstreamFollowerOptions {
-  store: SlotStore & BusStore;
+  /** Where pauses are set and the minute log is read (the governor's slot logs). */
+  store: SlotStore;
+  /** Where changes are shared with the other replicas. */
+  bus: LimitsBus;
   clock: Clock;
   book: FollowedLimits;
   /** This replica's id: its own broadcasts come back to it and are skipped. */
@@ -99,7 +103,7 @@ export class UpstreamFollower {
       maxPauseMs: o.maxPauseMs,
       maxResetAheadMs: o.book.classes.key.windowMs,
     };
-    this.unsubscribe = o.store
+    this.unsubscribe = o.bus
       .subscribe(LIMITS_CHANNEL, (message) => this.onBroadcast(message))
       .catch((error: unknown) => {
         o.onError(error);
@@ -127,7 +131,11 @@ export class UpstreamFollower {
         await store.pauseClass('key', resetAtMs - now + this.o.resetMarginMs);
       } else {
         const [state] = await store.limiterState([
-          { name: upstreamMinuteClassName(resetAtMs), limit: 0, windowMs: book.minuteCapWindowMs() },
+          {
+            name: encodeStoreClass({ kind: 'minute', resetAtMs }),
+            limit: 0,
+            windowMs: book.minuteCapWindowMs(),
+          },
         ]);
         const limit = minuteCapLimit({
           route,
@@ -144,7 +152,7 @@ export class UpstreamFollower {
       if (paused) await store.pauseClass(paused, signals.pauseMs);
     }
     if (change) {
-      await store
+      await this.o.bus
         .publish(LIMITS_CHANNEL, encodeLimitsChange(this.o.instance, change))
         .catch((error: unknown) => this.o.onError(error));
     }

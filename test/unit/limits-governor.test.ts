@@ -2,7 +2,7 @@
 // pauses in seconds, following X-RateLimit-*, which classes each route spends, per-app caps,
 // weights, deadline refusals that come at once, and callers that leave the queue.
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.ts';
+import { type Clock, ManualClock } from '../../src/clock.ts';
 import {
   type Denial,
   type Permit,
@@ -15,23 +15,26 @@ const flush = async (times = 5) => {
   for (let i = 0; i < times; i++) await new Promise((r) => setImmediate(r));
 };
 
-/** Sleeps that end only when the test moves the clock past them (or the governor wakes them). */
+/**
+ * The governor's Clock: the manual clock's time, and sleeps that end only when the test moves the
+ * clock past them (or the governor wakes them), one sleeper's end at a time.
+ */
 function manualTime(clock: ManualClock) {
   const pending = new Set<{ until: number; resolve: () => void }>();
-  const sleep = (ms: number, signal: AbortSignal) =>
+  const sleep = (ms: number, signal?: AbortSignal) =>
     new Promise<void>((resolve) => {
       const entry = { until: clock.now() + ms, resolve };
-      if (signal.aborted) return resolve();
+      if (signal?.aborted) return resolve();
       const onAbort = () => {
         pending.delete(entry);
         resolve();
       };
       entry.resolve = () => {
-        signal.removeEventListener('abort', onAbort);
+        signal?.removeEventListener('abort', onAbort);
         resolve();
       };
       pending.add(entry);
-      signal.addEventListener('abort', onAbort, { once: true });
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   /** Moves the clock to each sleeper's end in turn, letting the governor act at each step. */
   const advance = async (ms: number) => {
@@ -49,7 +52,8 @@ function manualTime(clock: ManualClock) {
       if (clock.now() >= target && ![...pending].some((e) => e.until <= clock.now())) break;
     }
   };
-  return { sleep, advance };
+  const governorClock: Clock = { now: () => clock.now(), sleep };
+  return { governorClock, advance };
 }
 
 let governors: RateGovernor[] = [];
@@ -72,14 +76,13 @@ function setup(options: Partial<RateGovernorOptions> = {}) {
   };
   const governor = new RateGovernor({
     store,
-    clock,
-    sleep: time.sleep,
+    clock: time.governorClock,
     random: () => 0,
     ...options,
     classes,
   });
   governors.push(governor);
-  return { clock, store, governor, advance: time.advance, sleep: time.sleep };
+  return { clock, store, governor, advance: time.advance, governorClock: time.governorClock };
 }
 
 const used = async (g: RateGovernor) =>
@@ -368,11 +371,16 @@ describe('apps', () => {
   it('across replicas: an app over its share leaves the next free slot to an app waiting on another replica', async () => {
     // Every replica is configured with every app (that is how it knows whom to look for).
     const apps = [{ name: 'flood' }, { name: 'trickle' }];
-    const { clock, store, governor: a, advance, sleep } = setup({ classes: { check: { limit: 4 } }, apps });
+    const {
+      clock,
+      store,
+      governor: a,
+      advance,
+      governorClock,
+    } = setup({ classes: { check: { limit: 4 } }, apps });
     const b = new RateGovernor({
       store,
-      clock,
-      sleep,
+      clock: governorClock,
       // This replica retries 50 ms after a slot frees, the flood's replica at once.
       random: () => 1,
       jitterMs: 50,
@@ -476,6 +484,18 @@ describe('leaving the queue', () => {
     await flush();
     await governor.close();
     expect(await waiting).toMatchObject({ ok: false, reason: 'shutdown' });
+  });
+
+  it('acquire() after close() is refused with reason shutdown, not thrown', async () => {
+    const { governor } = setup();
+    await governor.close();
+    expect(await governor.acquire({ app: 'crm', route: 'company' })).toEqual({
+      ok: false,
+      limit: 'key',
+      retryAfterMs: 0,
+      reason: 'shutdown',
+    });
+    expect((await governor.state()).apps.find((a) => a.name === 'crm')?.denied.shutdown).toBe(1);
   });
 });
 

@@ -95,6 +95,7 @@ describe('UpstreamFollower: two replicas on one store', () => {
     const seen = { changes: 0, errors, inFlight };
     const follower = new UpstreamFollower({
       store,
+      bus: store,
       clock,
       book,
       instance,
