@@ -24,7 +24,14 @@ import { SpendLedger } from './cost/spend-ledger.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
 import { ApiError, errorEnvelope } from './errors.ts';
 import { RateGovernor } from './limits/index.ts';
+import { GatewayMetrics } from './metrics/gateway-metrics.ts';
+import { UNKNOWN_APP } from './metrics/metric-catalogue.ts';
+import { SharedGauges } from './metrics/shared-gauges.ts';
+import { SoftLimitNotices } from './metrics/soft-limit-notices.ts';
 import { registerHealthRoutes } from './ops/health-routes.ts';
+import { registerMetricsRoutes } from './ops/metrics-routes.ts';
+import { requestLogLine } from './ops/request-log.ts';
+import type { RequestContext } from './pipeline/context.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
 import { makePipeline } from './pipeline/index.ts';
 import { describeCause } from './pipeline/respond.ts';
@@ -93,28 +100,42 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     if (closing) reply.header('connection', 'close');
+    // An upstream error passed through unchanged: its code for the log line and metrics.
+    const ctx = request.ctx;
+    if (ctx && !ctx.errorCode && reply.statusCode >= 400) ctx.errorCode = errorCodeIn(payload);
     return payload;
   });
 
+  const metrics = new GatewayMetrics({
+    apps: config.apps.map((a) => a.name),
+    price: (kind) => pipelineDeps.prices.price(kind),
+    defaultMetrics: config.metrics.processMetrics,
+  });
+  const routeByUrl = new Map(UPSTREAM_ROUTES.map((r) => [`${r.method} ${r.url}`, r.name]));
+
   app.addHook('onResponse', async (request, reply) => {
     const ctx = request.ctx;
-    request.log.info(
-      {
-        app: ctx?.app?.name ?? null,
-        route: ctx?.route.name ?? request.routeOptions.url ?? null,
-        method: request.method,
-        status: reply.statusCode,
-        durationMs: Math.round(reply.elapsedTime * 100) / 100,
-        upstreamMs: ctx?.upstreamMs !== undefined ? Math.round(ctx.upstreamMs * 100) / 100 : undefined,
-        queuedMs: ctx?.queuedMs ? Math.round(ctx.queuedMs) : undefined,
-        cache: ctx?.cache ?? null,
-        charged: ctx?.chargedMinor ?? 0,
-        clientGone: request.raw.destroyed && !reply.raw.writableFinished ? true : undefined,
-      },
-      'request',
-    );
+    const upstreamId = reply.getHeader('x-upstream-request-id');
+    if (ctx && typeof upstreamId === 'string') ctx.upstreamRequestId = upstreamId;
+    // A cache answer saves what the same read straight from the upstream would cost now.
+    if (ctx && (ctx.cache === 'HIT' || ctx.cache === 'STALE') && reply.statusCode === 200)
+      metrics.saved(ctx, 'cache', metrics.directCost(ctx, ctx.windowCovered ?? false));
+    const line = requestLogLine(request, reply);
+    request.log.info(line, 'request');
+    const route = ctx?.route.name ?? routeByUrl.get(`${request.method} ${request.routeOptions.url}`);
+    if (route === undefined && !request.url.startsWith('/v1/')) return;
+    const appName = ctx?.app?.name ? metrics.app(ctx.app.name) : UNKNOWN_APP;
+    metrics.request({
+      app: appName,
+      route: route ?? 'other',
+      status: reply.statusCode,
+      cache: ctx?.cache ?? '',
+      seconds: reply.elapsedTime / 1000,
+      queuedMs: ctx?.queuedMs,
+    });
+    if (line.error) metrics.error(appName, route ?? 'other', line.error);
   });
 
   app.setErrorHandler((err: FastifyError | ApiError | Error, request, reply) => {
@@ -133,6 +154,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       request.log.error({ err }, 'unhandled error');
       apiError = new ApiError('internal_error');
     }
+    if (err instanceof StoreUnavailableError) metrics.storeError('request');
+    noteRefusal(request.ctx, apiError, metrics);
     if (apiError.status >= 500)
       request.log.warn({ code: apiError.code, cause: describeCause(apiError.cause) }, 'refused');
     return reply
@@ -160,7 +183,28 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     () => deps.clock.now(),
   );
 
-  const pipelineDeps = buildPipelineDeps(deps);
+  const pipelineDeps = buildPipelineDeps(deps, metrics);
+  registerMetricsRoutes(app, {
+    metrics,
+    shared: new SharedGauges({
+      metrics,
+      sources: {
+        budgets: pipelineDeps.budgets,
+        governor: pipelineDeps.upstream.governor,
+        windows: pipelineDeps.windows,
+        prices: pipelineDeps.prices,
+        cache: pipelineDeps.cache,
+      },
+      apps: config.apps.map((a) => a.name),
+      clock: deps.clock,
+      timeZone: config.cost.timeZone,
+      timeoutMs: config.metrics.sharedReadTimeoutMs,
+      minIntervalMs: config.metrics.sharedReadMinIntervalMs,
+      windowsScanLimit: config.metrics.windowsScanLimit,
+    }),
+    port: config.metrics.port,
+    host: config.metrics.host,
+  });
   app.addHook('onReady', async () => {
     await pipelineDeps.prices.start();
   });
@@ -178,10 +222,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 }
 
 /** The shared rate budget (docs/rate-limits.md) in front of the upstream client. */
-function governedUpstream(deps: ServerDeps): GovernedUpstream {
+function governedUpstream(deps: ServerDeps, metrics: GatewayMetrics): GovernedUpstream {
   const { config, store, clock, logger } = deps;
-  const onError = (err: unknown) =>
+  const onError = (err: unknown) => {
+    metrics.storeError('limiter');
     logger.warn({ err: (err as Error)?.message ?? String(err) }, 'rate limiter fault');
+  };
   const governor = new RateGovernor({
     store,
     clock,
@@ -196,17 +242,41 @@ function governedUpstream(deps: ServerDeps): GovernedUpstream {
     })),
     onError,
   });
-  return new GovernedUpstream({ client: deps.upstream, governor, onError });
+  const observer = {
+    answered: metrics.upstreamAnswered.bind(metrics),
+    failed: metrics.upstreamFailed.bind(metrics),
+  };
+  return new GovernedUpstream({ client: deps.upstream, governor, onError, observer });
 }
 
-function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
+function buildPipelineDeps(deps: ServerDeps, metrics: GatewayMetrics): PipelineDeps {
   const { config, store, clock, logger } = deps;
-  const upstream = governedUpstream(deps);
+  const upstream = governedUpstream(deps, metrics);
   const windows = new WindowTracker({
     store,
     clock,
     windowMs: config.cost.windowSeconds * 1000,
     safetyMarginMs: config.cost.safetyMarginSeconds * 1000,
+  });
+  const appBudgets = new Map(config.apps.map((a) => [a.name, a.budgets]));
+  const budgets: BudgetGuard = new BudgetGuard({
+    store,
+    clock,
+    timeZone: config.cost.timeZone,
+    global: config.budgets,
+    apps: appBudgets,
+    holdMs: config.upstream.checkTimeoutMs * 2 + 10_000,
+    observer: new SoftLimitNotices({
+      budgets: { status: (app) => budgets.status(app) },
+      store,
+      metrics,
+      logger,
+      hasSoft: (app) =>
+        [config.budgets, appBudgets.get(app) ?? {}].some((b) =>
+          Object.values(b).some((l) => l?.softMinor !== undefined),
+        ),
+      notice: config.notices,
+    }),
   });
   return {
     config,
@@ -215,17 +285,11 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
     clock,
     random: deps.random ?? systemRandom,
     logger,
+    metrics,
     windows,
     gate: new ChargeGate({ store, clock, windows }),
     coalescer: new Coalescer({ store, clock, distributed: store.kind === 'redis' }),
-    budgets: new BudgetGuard({
-      store,
-      clock,
-      timeZone: config.cost.timeZone,
-      global: config.budgets,
-      apps: new Map(config.apps.map((a) => [a.name, a.budgets])),
-      holdMs: config.upstream.checkTimeoutMs * 2 + 10_000,
-    }),
+    budgets,
     ledger: new SpendLedger(store),
     prices: new PriceBook({
       // The gateway's own calls spend the key budget too, under the name "_gateway".
@@ -240,8 +304,10 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
       store,
       clock,
       config: resolveCacheConfig(config.cache),
-      onError: (err, where) =>
-        logger.warn({ err: (err as Error).message, op: where.op }, 'cache fault; treated as a miss'),
+      onError: (err, where) => {
+        metrics.storeError('cache');
+        logger.warn({ err: (err as Error).message, op: where.op }, 'cache fault; treated as a miss');
+      },
     }),
   };
 }
@@ -290,4 +356,31 @@ export function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Socket): v
   socket.end(
     `HTTP/1.1 ${status} ${reasons[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+/** The error code of an error answer's envelope, when it is one (small JSON only). */
+function errorCodeIn(payload: unknown): string | undefined {
+  const text = Buffer.isBuffer(payload) ? payload : typeof payload === 'string' ? payload : null;
+  if (text === null || text.length > 65_536) return undefined;
+  try {
+    const code = (JSON.parse(text.toString()) as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A gateway refusal: its code and reason for the log line; 429s counted by limit and reason. */
+function noteRefusal(ctx: RequestContext | undefined, err: ApiError, metrics: GatewayMetrics): void {
+  const details = err.details as { reason?: unknown; limit?: unknown; scope?: unknown; period?: unknown };
+  if (ctx) {
+    ctx.errorCode = err.code;
+    if (err.code === 'budget_exceeded')
+      ctx.refusalReason = `${String(details.scope)}_${String(details.period)}`;
+    else if (typeof details.reason === 'string')
+      ctx.refusalReason =
+        typeof details.limit === 'string' ? `${details.limit}_${details.reason}` : details.reason;
+  }
+  if (err.code === 'rate_limited' && typeof details.limit === 'string' && typeof details.reason === 'string')
+    metrics.rateLimited(ctx?.app?.name ?? UNKNOWN_APP, details.limit, details.reason);
 }

@@ -15,6 +15,7 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
   const charged = Number.isSafeInteger(reported) && reported > 0 ? reported : 0;
   const key = ctx.idempotencyKey ?? null;
   const actual = charged > 0 && (await deps.ledger.claim(key, ctx.requestId)) ? charged : 0;
+  if (actual < charged && ctx.call.idempotencyKey === undefined) deps.metrics.saved(ctx, 'idempotent', ctx.estimateMinor ?? 0);
   const startedAt = ctx.startedAt ?? deps.clock.now();
   if (ctx.hold) {
     await deps.budgets.settle(ctx.hold, actual);
@@ -33,6 +34,7 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
       idempotencyKey: key,
     };
     await deps.ledger.append(entry);
+    deps.metrics.charge(ctx.app.name, ctx.shape.kind, actual);
     deps.logger.info({ charge: entry }, 'charge');
   }
   const opens = ctx.shape.opens;
