@@ -85,7 +85,9 @@ describe('spend and savings', () => {
         (kind === 'dossier' ? directMinor : 0);
       expect(sumOf(text, 'cpgw_spend_minor_total', { kind })).toBe(expected);
     }
-    expect(sumOf(text, 'cpgw_upstream_requests_total', { route: 'company', status: '200' })).toBeGreaterThan(0);
+    expect(sumOf(text, 'cpgw_upstream_requests_total', { route: 'company', status: '200' })).toBeGreaterThan(
+      0,
+    );
     expect(sumOf(text, 'cpgw_requests_total', { app: 'beta', cache: 'HIT' })).toBe(2);
     expect(text).toContain('process_cpu_user_seconds_total');
   });
@@ -98,7 +100,9 @@ describe('refusals and the log line', () => {
     const limited = await h.call('nosearch', '/v1/search?q=bank', { headers: { 'x-max-wait-ms': '0' } });
     expect(limited.status).toBe(429);
     const text = await scrape();
-    expect(sumOf(text, 'cpgw_budget_rejections_total', { app: 'capped', budget: 'app', period: 'day' })).toBe(1);
+    expect(sumOf(text, 'cpgw_budget_rejections_total', { app: 'capped', budget: 'app', period: 'day' })).toBe(
+      1,
+    );
     expect(
       sumOf(text, 'cpgw_ratelimit_rejections_total', { app: 'nosearch', limit: 'search', reason: 'app_cap' }),
     ).toBe(1);
@@ -126,7 +130,11 @@ describe('refusals and the log line', () => {
     const res = await h.call('alpha', '/v1/banks/044525225', { headers: { 'cache-control': 'no-cache' } });
     expect(res.status).toBe(502);
     const text = await scrape();
-    expect(sumOf(text, 'cpgw_upstream_failures_total', { route: 'bank', kind: 'status_5xx' })).toBeGreaterThan(0);
-    expect(sumOf(text, 'cpgw_errors_total', { app: 'alpha', route: 'bank', code: 'source_unavailable' })).toBe(1);
+    expect(
+      sumOf(text, 'cpgw_upstream_failures_total', { route: 'bank', kind: 'status_5xx' }),
+    ).toBeGreaterThan(0);
+    expect(
+      sumOf(text, 'cpgw_errors_total', { app: 'alpha', route: 'bank', code: 'source_unavailable' }),
+    ).toBe(1);
   });
 });
