@@ -82,3 +82,14 @@ describe('alert rules', () => {
     expect(problems).toEqual([]);
   });
 });
+
+describe('README', () => {
+  it('the metrics table lists every exported cpgw series', async () => {
+    const { METRICS } = await import('../../src/metrics/metric-catalogue.ts');
+    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+    const missing = Object.values(METRICS)
+      .map((m) => m.name)
+      .filter((n) => !readme.includes(`| \`${n}\` |`));
+    expect(missing).toEqual([]);
+  });
+});
