@@ -117,6 +117,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   app.addHook('onResponse', async (request, reply) => {
     const ctx = request.ctx;
+    const refusal = ctx?.refusal;
+    if (refusal) noteRefusal(ctx, refusal);
     const upstreamId = reply.getHeader('x-upstream-request-id');
     if (ctx && typeof upstreamId === 'string') ctx.upstreamRequestId = upstreamId;
     // A cache answer saves what the same read straight from the upstream would cost now.
@@ -136,6 +138,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       queuedMs: ctx?.queuedMs,
     });
     if (line.error) metrics.error(appName, route ?? 'other', line.error);
+    const { limit, reason } = (refusal?.details ?? {}) as { limit?: unknown; reason?: unknown };
+    if (refusal?.code === 'rate_limited' && typeof limit === 'string' && typeof reason === 'string')
+      metrics.rateLimited(appName, limit, reason);
   });
 
   app.setErrorHandler((err: FastifyError | ApiError | Error, request, reply) => {
@@ -155,7 +160,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       apiError = new ApiError('internal_error');
     }
     if (err instanceof StoreUnavailableError) metrics.storeError('request');
-    noteRefusal(request.ctx, apiError, metrics);
+    noteRefusal(request.ctx, apiError);
     if (apiError.status >= 500)
       request.log.warn({ code: apiError.code, cause: describeCause(apiError.cause) }, 'refused');
     return reply
@@ -370,17 +375,17 @@ function errorCodeIn(payload: unknown): string | undefined {
   }
 }
 
-/** A gateway refusal: its code and reason for the log line; 429s counted by limit and reason. */
-function noteRefusal(ctx: RequestContext | undefined, err: ApiError, metrics: GatewayMetrics): void {
+/** A gateway refusal (a stage's value or a thrown error): its code and reason for the log line. */
+function noteRefusal(
+  ctx: RequestContext | undefined,
+  err: { code: string; details: Record<string, unknown> },
+): void {
+  if (!ctx) return;
   const details = err.details as { reason?: unknown; limit?: unknown; scope?: unknown; period?: unknown };
-  if (ctx) {
-    ctx.errorCode = err.code;
-    if (err.code === 'budget_exceeded')
-      ctx.refusalReason = `${String(details.scope)}_${String(details.period)}`;
-    else if (typeof details.reason === 'string')
-      ctx.refusalReason =
-        typeof details.limit === 'string' ? `${details.limit}_${details.reason}` : details.reason;
-  }
-  if (err.code === 'rate_limited' && typeof details.limit === 'string' && typeof details.reason === 'string')
-    metrics.rateLimited(ctx?.app?.name ?? UNKNOWN_APP, details.limit, details.reason);
+  ctx.errorCode = err.code;
+  if (err.code === 'budget_exceeded')
+    ctx.refusalReason = `${String(details.scope)}_${String(details.period)}`;
+  else if (typeof details.reason === 'string')
+    ctx.refusalReason =
+      typeof details.limit === 'string' ? `${details.limit}_${details.reason}` : details.reason;
 }

@@ -7,11 +7,11 @@
 // Must never: take a label value from a request (INN, token, ids): apps come from config,
 // routes, kinds, codes and classes from fixed sets, anything else is folded into "other".
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { chargeShape, type PriceKind } from '../cost/estimate.ts';
+import type { PriceKind } from '../cost/estimate.ts';
 import { ERRORS } from '../errors.ts';
 import { LIMIT_CLASS_NAMES, routeClasses } from '../limits/limit-classes.ts';
 import type { RequestContext } from '../pipeline/context.ts';
-import { UPSTREAM_ROUTES } from '../upstream-routes.ts';
+import { UPSTREAM_ROUTES } from '../route-table.ts';
 import {
   GLOBAL_APP,
   METRICS,
@@ -122,7 +122,7 @@ export class GatewayMetrics {
   /** What this request would have cost sent straight to the upstream, and why it did not. */
   saved(ctx: RequestContext, reason: SavingReason, amountMinor: number): void {
     if (!ctx.app || !(amountMinor > 0)) return;
-    const kind = chargeShape(ctx.route.name, ctx.call.params, ctx.call.body).kind;
+    const kind = ctx.shape?.kind ?? null;
     if (kind === null) return;
     ctx.savedMinor = (ctx.savedMinor ?? 0) + amountMinor;
     ctx.savedReason = reason;
@@ -134,8 +134,8 @@ export class GatewayMetrics {
    * covers it (`covered`), else the price of its kind (0 for free routes or unknown prices).
    */
   directCost(ctx: RequestContext, covered: boolean): number {
-    const shape = chargeShape(ctx.route.name, ctx.call.params, ctx.call.body);
-    if (shape.kind === null || (shape.covered !== null && covered)) return 0;
+    const shape = ctx.shape;
+    if (!shape || shape.kind === null || (shape.covered !== null && covered)) return 0;
     return this.options.price(shape.kind) ?? 0;
   }
 

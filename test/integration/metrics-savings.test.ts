@@ -50,7 +50,7 @@ describe('spend and savings', () => {
     directMinor += 9900;
   });
 
-  it('coalesced followers save the leader charge, a gate waiter the price, a derived-key replay the price', async () => {
+  it('coalesced followers save the leader charge, a gate waiter the price, a person HIT the person price', async () => {
     const [b, c] = knownInns(2, 3200);
     await h.emu('/faults', { route: 'company', count: 1, latency_ms: 300 });
     const burst = await Promise.all([0, 1, 2].map(() => h.call('gamma', `/v1/companies/${b}`)));
@@ -67,12 +67,11 @@ describe('spend and savings', () => {
     expect(await saved('beta', 'window')).toBe(9900);
 
     const [p] = personInns(1, 3300);
-    const fresh = { headers: { 'cache-control': 'no-cache' } };
-    expect((await h.call('alpha', `/v1/persons/${p}`, fresh)).headers.get('x-charged-minor')).toBe('4900');
-    expect((await h.call('alpha', `/v1/persons/${p}`, fresh)).headers.get('x-charged-minor')).toBe('0');
-    expect(await saved('alpha', 'idempotent')).toBe(4900);
-    const line = logLines().find((l) => l.savedReason === 'idempotent');
-    expect(line).toMatchObject({ app: 'alpha', route: 'person', saved: 4900, charged: 0 });
+    expect((await h.call('alpha', `/v1/persons/${p}`)).headers.get('x-charged-minor')).toBe('4900');
+    expect((await h.call('beta', `/v1/persons/${p}`)).headers.get('x-cache')).toBe('HIT');
+    expect(await saved('beta', 'cache')).toBe(9900 + 4900);
+    const line = logLines().find((l) => l.savedReason === 'cache' && l.route === 'person');
+    expect(line).toMatchObject({ app: 'beta', saved: 4900, charged: 0, cache: 'HIT' });
   });
 
   it('cpgw_spend_minor_total equals the emulator ledger, per kind', async () => {
@@ -88,7 +87,7 @@ describe('spend and savings', () => {
     expect(sumOf(text, 'cpgw_upstream_requests_total', { route: 'company', status: '200' })).toBeGreaterThan(
       0,
     );
-    expect(sumOf(text, 'cpgw_requests_total', { app: 'beta', cache: 'HIT' })).toBe(2);
+    expect(sumOf(text, 'cpgw_requests_total', { app: 'beta', cache: 'HIT' })).toBe(3);
     expect(text).toContain('process_cpu_user_seconds_total');
   });
 });

@@ -15,7 +15,8 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
   const charged = Number.isSafeInteger(reported) && reported > 0 ? reported : 0;
   const key = ctx.idempotencyKey ?? null;
   const actual = charged > 0 && (await deps.ledger.claim(key, ctx.requestId)) ? charged : 0;
-  if (actual < charged && ctx.call.idempotencyKey === undefined) deps.metrics.saved(ctx, 'idempotent', ctx.estimateMinor ?? 0);
+  if (actual < charged && ctx.call.idempotencyKey === undefined)
+    deps.metrics.saved(ctx, 'idempotent', ctx.estimateMinor ?? 0);
   const startedAt = ctx.startedAt ?? deps.clock.now();
   if (ctx.hold) {
     await deps.budgets.settle(ctx.hold, actual);
