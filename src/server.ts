@@ -28,7 +28,14 @@ import { SpendLedger } from './cost/spend-ledger.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
 import { ApiError, errorEnvelope } from './errors.ts';
 import { RateGovernor } from './limits/index.ts';
+import { GatewayMetrics } from './metrics/gateway-metrics.ts';
+import { UNKNOWN_APP } from './metrics/metric-catalogue.ts';
+import { SharedGauges } from './metrics/shared-gauges.ts';
+import { SoftLimitNotices } from './metrics/soft-limit-notices.ts';
 import { registerHealthRoutes } from './ops/health-routes.ts';
+import { registerMetricsRoutes } from './ops/metrics-routes.ts';
+import { requestLogLine } from './ops/request-log.ts';
+import type { RequestContext } from './pipeline/context.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
 import { makePipeline } from './pipeline/index.ts';
 import { describeCause } from './pipeline/respond.ts';
@@ -97,28 +104,47 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     if (closing) reply.header('connection', 'close');
+    // An upstream error passed through unchanged: its code for the log line and metrics.
+    const ctx = request.ctx;
+    if (ctx && !ctx.errorCode && reply.statusCode >= 400) ctx.errorCode = errorCodeIn(payload);
     return payload;
   });
 
+  const metrics = new GatewayMetrics({
+    apps: config.apps.map((a) => a.name),
+    price: (kind) => pipelineDeps.prices.price(kind),
+    defaultMetrics: config.metrics.processMetrics,
+  });
+  const routeByUrl = new Map(UPSTREAM_ROUTES.map((r) => [`${r.method} ${r.url}`, r.name]));
+
   app.addHook('onResponse', async (request, reply) => {
     const ctx = request.ctx;
-    request.log.info(
-      {
-        app: ctx?.app?.name ?? null,
-        route: ctx?.route.name ?? request.routeOptions.url ?? null,
-        method: request.method,
-        status: reply.statusCode,
-        durationMs: Math.round(reply.elapsedTime * 100) / 100,
-        upstreamMs: ctx?.upstreamMs !== undefined ? Math.round(ctx.upstreamMs * 100) / 100 : undefined,
-        queuedMs: ctx?.queuedMs ? Math.round(ctx.queuedMs) : undefined,
-        cache: ctx?.cache ?? null,
-        charged: ctx?.chargedMinor ?? 0,
-        clientGone: request.raw.destroyed && !reply.raw.writableFinished ? true : undefined,
-      },
-      'request',
-    );
+    const refusal = ctx?.refusal;
+    if (refusal) noteRefusal(ctx, refusal);
+    const upstreamId = reply.getHeader('x-upstream-request-id');
+    if (ctx && typeof upstreamId === 'string') ctx.upstreamRequestId = upstreamId;
+    // A cache answer saves what the same read straight from the upstream would cost now.
+    if (ctx && (ctx.cache === 'HIT' || ctx.cache === 'STALE') && reply.statusCode === 200)
+      metrics.saved(ctx, 'cache', metrics.directCost(ctx, ctx.windowCovered ?? false));
+    const line = requestLogLine(request, reply);
+    request.log.info(line, 'request');
+    const route = ctx?.route.name ?? routeByUrl.get(`${request.method} ${request.routeOptions.url}`);
+    if (route === undefined && !request.url.startsWith('/v1/')) return;
+    const appName = ctx?.app?.name ? metrics.app(ctx.app.name) : UNKNOWN_APP;
+    metrics.request({
+      app: appName,
+      route: route ?? 'other',
+      status: reply.statusCode,
+      cache: ctx?.cache ?? '',
+      seconds: reply.elapsedTime / 1000,
+      queuedMs: ctx?.queuedMs,
+    });
+    if (line.error) metrics.error(appName, route ?? 'other', line.error);
+    const { limit, reason } = (refusal?.details ?? {}) as { limit?: unknown; reason?: unknown };
+    if (refusal?.code === 'rate_limited' && typeof limit === 'string' && typeof reason === 'string')
+      metrics.rateLimited(appName, limit, reason);
   });
 
   app.setErrorHandler((err: FastifyError | ApiError | Error, request, reply) => {
@@ -137,6 +163,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       request.log.error({ err }, 'unhandled error');
       apiError = new ApiError('internal_error');
     }
+    if (err instanceof StoreUnavailableError) metrics.storeError('request');
+    noteRefusal(request.ctx, apiError);
     if (apiError.status >= 500)
       request.log.warn({ code: apiError.code, cause: describeCause(apiError.cause) }, 'refused');
     return reply
@@ -164,7 +192,32 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     () => deps.clock.now(),
   );
 
-  const pipelineDeps = buildPipelineDeps(deps);
+  const pipelineDeps = buildPipelineDeps(deps, metrics);
+  registerMetricsRoutes(app, {
+    metrics,
+    shared: new SharedGauges({
+      metrics,
+      sources: {
+        budgets: pipelineDeps.budgets,
+        governor: pipelineDeps.upstream.governor,
+        windows: pipelineDeps.windows,
+        prices: pipelineDeps.prices,
+        cache: pipelineDeps.cache,
+        backlog: async () => {
+          const pending = await deps.store.pendingCharges(1);
+          return { pendingOldestAt: pending[0]?.at ?? null, outboxEntries: pipelineDeps.outbox.depth };
+        },
+      },
+      apps: config.apps.map((a) => a.name),
+      clock: deps.clock,
+      timeZone: config.cost.timeZone,
+      timeoutMs: config.metrics.sharedReadTimeoutMs,
+      minIntervalMs: config.metrics.sharedReadMinIntervalMs,
+      windowsScanLimit: config.metrics.windowsScanLimit,
+    }),
+    port: config.metrics.port,
+    host: config.metrics.host,
+  });
   app.addHook('onReady', async () => {
     await pipelineDeps.prices.start();
     const replayed = await pipelineDeps.outbox.loadSaved();
@@ -194,10 +247,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 }
 
 /** The shared rate budget (docs/rate-limits.md) in front of the upstream client. */
-function governedUpstream(deps: ServerDeps): GovernedUpstream {
+function governedUpstream(deps: ServerDeps, metrics: GatewayMetrics): GovernedUpstream {
   const { config, store, clock, logger } = deps;
-  const onError = (err: unknown) =>
+  const onError = (err: unknown) => {
+    metrics.storeError('limiter');
     logger.warn({ err: (err as Error)?.message ?? String(err) }, 'rate limiter fault');
+  };
   const { expectedReplicas, ...classes } = config.limits;
   const governor = new RateGovernor({
     store,
@@ -221,12 +276,16 @@ function governedUpstream(deps: ServerDeps): GovernedUpstream {
     })),
     onError,
   });
-  return new GovernedUpstream({ client: deps.upstream, governor, onError });
+  const observer = {
+    answered: metrics.upstreamAnswered.bind(metrics),
+    failed: metrics.upstreamFailed.bind(metrics),
+  };
+  return new GovernedUpstream({ client: deps.upstream, governor, onError, observer });
 }
 
-function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
+function buildPipelineDeps(deps: ServerDeps, metrics: GatewayMetrics): PipelineDeps {
   const { config, store, clock, logger } = deps;
-  const upstream = governedUpstream(deps);
+  const upstream = governedUpstream(deps, metrics);
   const replicaId = randomUUID();
   const windowMs = config.cost.windowSeconds * 1000;
   const leaseMs = config.cost.leaseMs;
@@ -238,13 +297,25 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
   });
   const moneyFault = (err: unknown, what: string) =>
     logger.warn({ err: (err as Error)?.message ?? String(err) }, what);
-  const budgets = new BudgetGuard({
+  const appBudgets = new Map(config.apps.map((a) => [a.name, a.budgets]));
+  const budgets: BudgetGuard = new BudgetGuard({
     store,
     clock,
     timeZone: config.cost.timeZone,
     global: config.budgets,
-    apps: new Map(config.apps.map((a) => [a.name, a.budgets])),
+    apps: appBudgets,
     holdMs: config.upstream.checkTimeoutMs * 2 + 10_000,
+    observer: new SoftLimitNotices({
+      budgets: { status: (app) => budgets.status(app) },
+      store,
+      metrics,
+      logger,
+      hasSoft: (app) =>
+        [config.budgets, appBudgets.get(app) ?? {}].some((b) =>
+          Object.values(b).some((l) => l?.softMinor !== undefined),
+        ),
+      notice: config.notices,
+    }),
   });
   const outbox = new ChargeOutbox({
     store,
@@ -289,6 +360,7 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
     clock,
     random: deps.random ?? systemRandom,
     logger,
+    metrics,
     windows,
     gate: new ChargeGate({
       store,
@@ -316,8 +388,10 @@ function buildPipelineDeps(deps: ServerDeps): PipelineDeps {
       store,
       clock,
       config: resolveCacheConfig(config.cache),
-      onError: (err, where) =>
-        logger.warn({ err: (err as Error).message, op: where.op }, 'cache fault; treated as a miss'),
+      onError: (err, where) => {
+        metrics.storeError('cache');
+        logger.warn({ err: (err as Error).message, op: where.op }, 'cache fault; treated as a miss');
+      },
     }),
   };
 }
@@ -366,4 +440,31 @@ export function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Socket): v
   socket.end(
     `HTTP/1.1 ${status} ${reasons[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+/** The error code of an error answer's envelope, when it is one (small JSON only). */
+function errorCodeIn(payload: unknown): string | undefined {
+  const text = Buffer.isBuffer(payload) ? payload : typeof payload === 'string' ? payload : null;
+  if (text === null || text.length > 65_536) return undefined;
+  try {
+    const code = (JSON.parse(text.toString()) as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A gateway refusal (a stage's value or a thrown error): its code and reason for the log line. */
+function noteRefusal(
+  ctx: RequestContext | undefined,
+  err: { code: string; details: Record<string, unknown> },
+): void {
+  if (!ctx) return;
+  const details = err.details as { reason?: unknown; limit?: unknown; scope?: unknown; period?: unknown };
+  ctx.errorCode = err.code;
+  if (err.code === 'budget_exceeded')
+    ctx.refusalReason = `${String(details.scope)}_${String(details.period)}`;
+  else if (typeof details.reason === 'string')
+    ctx.refusalReason =
+      typeof details.limit === 'string' ? `${details.limit}_${details.reason}` : details.reason;
 }

@@ -181,6 +181,31 @@ export const configSchema = z
     budgets: budgetsSchema,
     /** The shared upstream rate classes (docs/rate-limits.md); defaults from the upstream spec. */
     limits: limitsSchema,
+    /** Prometheus exposition (README "Observability"). */
+    metrics: z
+      .object({
+        /** A second listener serving only GET /metrics (null: only the main port serves it). */
+        port: z.number().int().min(0).max(65535).nullable().default(null),
+        host: z.string().default('127.0.0.1'),
+        /** Default process metrics (CPU, memory, event loop, GC). */
+        processMetrics: z.boolean().default(true),
+        /** A scrape waits at most this long for shared state (budgets, limits, windows). */
+        sharedReadTimeoutMs: z.number().int().min(10).max(30_000).default(1_000),
+        /** Scrapes closer together than this reuse the last shared-state read. */
+        sharedReadMinIntervalMs: z.number().int().min(0).max(600_000).default(1_000),
+        /** cpgw_windows_open reads at most this many companies' windows. */
+        windowsScanLimit: z.number().int().min(1).max(100_000).default(1_000),
+      })
+      .strict()
+      .prefault({}),
+    /** Soft budget thresholds: where the one-per-period notice is POSTed (Slack-compatible). */
+    notices: z
+      .object({
+        url: z.url().nullable().default(null),
+        timeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+      })
+      .strict()
+      .prefault({}),
     admin: z
       .object({ tokenHash: tokenHash.nullable().default(null) })
       .strict()
@@ -219,6 +244,9 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: '
     { env: 'CPGW_WINDOW_SECONDS', path: ['cost', 'windowSeconds'], type: 'int' },
     { env: 'CPGW_WINDOW_SAFETY_MARGIN_SECONDS', path: ['cost', 'safetyMarginSeconds'], type: 'int' },
     { env: 'CPGW_PRICES_REFRESH_SECONDS', path: ['cost', 'pricesRefreshSeconds'], type: 'int' },
+    { env: 'CPGW_METRICS_PORT', path: ['metrics', 'port'], type: 'int' },
+    { env: 'CPGW_METRICS_HOST', path: ['metrics', 'host'], type: 'string' },
+    { env: 'CPGW_NOTICE_URL', path: ['notices', 'url'], type: 'string' },
     { env: 'CPGW_ADMIN_TOKEN_HASH', path: ['admin', 'tokenHash'], type: 'string' },
   ];
 

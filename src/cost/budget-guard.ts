@@ -23,10 +23,18 @@ export interface BudgetGuardOptions {
   apps: ReadonlyMap<string, BudgetLimits>;
   /** How long an unsettled hold survives (a replica died mid-call). */
   holdMs: number;
+  /** Told of every refusal and every settled charge (metrics, soft-limit notices); must not throw. */
+  observer?: BudgetObserver;
+}
+
+export interface BudgetObserver {
+  denied(denial: BudgetDenial): void;
+  settled(app: string, actualMinor: number): void;
 }
 
 export interface BudgetHold {
   id: string;
+  app: string;
   keys: string[];
   amountMinor: number;
 }
@@ -117,7 +125,7 @@ export class BudgetGuard {
   /** A refusal by the store (the counter that would pass its cap) as the app's budget denial. */
   denial(app: string, refused: Exclude<ReserveResult, { ok: true }>, estimateMinor: number): BudgetDenial {
     const ref = this.counters(app).find((r) => r.spec.key === refused.key)!;
-    return {
+    const denial: BudgetDenial = {
       ok: false,
       app,
       scope: ref.scope,
@@ -127,6 +135,13 @@ export class BudgetGuard {
       reservedMinor: refused.reservedMinor,
       estimateMinor,
     };
+    this.options.observer?.denied(denial);
+    return denial;
+  }
+
+  /** A charge of `app` reached the spend (the observer: soft limits, metrics). */
+  noteSpent(app: string, amountMinor: number): void {
+    if (amountMinor > 0) this.options.observer?.settled(app, amountMinor);
   }
 
   async reserve(
@@ -136,16 +151,16 @@ export class BudgetGuard {
   ): Promise<{ ok: true; hold: BudgetHold } | BudgetDenial> {
     const refs = this.counters(app);
     const keys = refs.map((r) => r.spec.key);
-    if (amountMinor <= 0) return { ok: true, hold: { id, keys, amountMinor: 0 } };
+    if (amountMinor <= 0) return { ok: true, hold: { id, app, keys, amountMinor: 0 } };
     const result = await this.options.store.reserve({
       id,
       amountMinor,
       counters: refs.map((r) => r.spec),
       holdMs: this.options.holdMs,
     });
-    if (result.ok) return { ok: true, hold: { id, keys, amountMinor } };
+    if (result.ok) return { ok: true, hold: { id, app, keys, amountMinor } };
     const ref = refs.find((r) => r.spec.key === result.key)!;
-    return {
+    const denial: BudgetDenial = {
       ok: false,
       app,
       scope: ref.scope,
@@ -155,6 +170,8 @@ export class BudgetGuard {
       reservedMinor: result.reservedMinor,
       estimateMinor: amountMinor,
     };
+    this.options.observer?.denied(denial);
+    return denial;
   }
 
   /** Turns a hold into real spend (actual may be 0: nothing was charged). */
@@ -162,6 +179,7 @@ export class BudgetGuard {
     const ttl = periodTtlMs('month');
     if (hold.amountMinor > 0) await this.options.store.settle(hold.id, hold.keys, actualMinor, ttl);
     else if (actualMinor > 0) await this.options.store.addSpend(hold.keys, actualMinor, ttl);
+    if (actualMinor > 0) this.options.observer?.settled(hold.app, actualMinor);
   }
 
   async release(hold: BudgetHold): Promise<void> {

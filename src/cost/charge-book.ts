@@ -131,6 +131,7 @@ export class ChargeBook {
         : {}),
     };
     const result = await this.options.outbox.submit({ op: 'record', record });
+    if (result === null || result.recorded) this.options.budgets.noteSpent(p.app, facts.amountMinor);
     if (result === null) return { chargedMinor: facts.amountMinor, windows: null, stored: false };
     return {
       chargedMinor: result.recorded ? facts.amountMinor : 0,

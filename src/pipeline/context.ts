@@ -73,4 +73,14 @@ export interface RequestContext {
   refusal?: Refusal;
   /** True when an attempt may have reached the upstream but no answer came back. */
   outcomeUnknown?: boolean;
+  /** Whether an open window covered this call when it arrived (set by the cache stage). */
+  windowCovered?: boolean;
+  /** The upstream's X-Request-Id of the answer (log line). */
+  upstreamRequestId?: string;
+  /** Error envelope code and, for 402/429, why (log line, metrics; set by the error handler). */
+  errorCode?: string;
+  refusalReason?: string;
+  /** What a direct upstream call would have cost more (README "Savings"), and why. */
+  savedMinor?: number;
+  savedReason?: string;
 }

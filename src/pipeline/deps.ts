@@ -13,6 +13,7 @@ import type { PriceBook } from '../cost/price-book.ts';
 import type { Reconciler } from '../cost/reconciler.ts';
 import type { SpendLedger } from '../cost/spend-ledger.ts';
 import type { WindowTracker } from '../cost/window-tracker.ts';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
 import type { Store } from '../store/store.ts';
 import type { GovernedUpstream } from '../upstream/governed-upstream.ts';
 
@@ -25,6 +26,8 @@ export interface PipelineDeps {
   /** Jitter for retry backoff. */
   random: Random;
   logger: Logger;
+  /** Counters the stages feed (spend, savings); src/metrics/gateway-metrics.ts. */
+  metrics: GatewayMetrics;
   windows: WindowTracker;
   gate: ChargeGate;
   coalescer: Coalescer;

@@ -48,6 +48,13 @@ export interface GovernedUpstreamOptions {
   governor: RateGovernor;
   /** A fault while following an answer (the answer itself is still returned). */
   onError?: (error: unknown) => void;
+  /** Told of every attempt's outcome (metrics); must not throw. */
+  observer?: UpstreamObserver;
+}
+
+export interface UpstreamObserver {
+  answered(route: RouteName, status: number, code: string | undefined, seconds: number): void;
+  failed(route: RouteName, kind: UpstreamFailure['kind']): void;
 }
 
 export class GovernedUpstream {
@@ -72,12 +79,14 @@ export class GovernedUpstream {
     try {
       res = await this.client.request(req);
     } catch (err) {
+      if (err instanceof UpstreamFailure) this.options.observer?.failed(req.route, err.kind);
       await permit.release(!neverSent(err)).catch((error: unknown) => this.options.onError?.(error));
       throw err;
     }
-    const code = res.status === 429 ? errorCodeOf(res.body) : undefined;
+    const code = res.status >= 400 ? errorCodeOf(res.body) : undefined;
+    this.options.observer?.answered(req.route, res.status, code, res.durationMs / 1000);
     await this.governor
-      .observe(req.route, res.status, res.headers, code)
+      .observe(req.route, res.status, res.headers, res.status === 429 ? code : undefined)
       .catch((error: unknown) => this.options.onError?.(error));
     await permit.release(true).catch((error: unknown) => this.options.onError?.(error));
     return { ...res, queuedMs: permit.waitedMs };

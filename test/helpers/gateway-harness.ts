@@ -19,7 +19,10 @@ export const UPSTREAM_KEY = 'emulator-upstream-key-0f3c9a';
 export interface AppSpec {
   name: string;
   scopes?: Scope[];
-  budgets?: { day?: { limitMinor: number }; month?: { limitMinor: number } };
+  budgets?: {
+    day?: { limitMinor: number; softMinor?: number };
+    month?: { limitMinor: number; softMinor?: number };
+  };
   limits?: {
     weight?: number;
     priority?: number;

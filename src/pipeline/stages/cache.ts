@@ -22,6 +22,7 @@ export const cache: StageFactory = (deps) => async (ctx, next) => {
     try {
       ctx.windows = await deps.windows.get(ctx.shape.inn);
       windowOpen = deps.windows.covers(ctx.windows, covered);
+      ctx.windowCovered = windowOpen;
       const expiry = deps.windows.expiry(ctx.windows, covered);
       if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
     } catch (err) {

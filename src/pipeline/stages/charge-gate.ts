@@ -19,6 +19,8 @@ export const chargeGate: StageFactory = (deps) => async (ctx, next) => {
   }
   ctx.windows = gate.windows;
   ctx.covered = !gate.charged;
+  if (ctx.covered && ctx.windowCovered === false)
+    deps.metrics.saved(ctx, 'window', deps.metrics.directCost(ctx, false));
   if (!gate.charged) return next();
   try {
     return await next();

@@ -24,6 +24,7 @@ export const coalesce: StageFactory = (deps) => async (ctx, next) => {
   ctx.cache = 'COALESCED';
   ctx.chargedMinor = 0;
   const shared = answer as Answer;
+  deps.metrics.saved(ctx, 'coalesced', Number(shared.headers['x-charged-minor'] ?? 0));
   return { ...shared, headers: { ...shared.headers, 'x-charged-minor': '0' } };
 };
 

@@ -48,6 +48,10 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
       opensWindow,
     });
     ctx.chargedMinor = recorded.chargedMinor;
+    if (recorded.chargedMinor > 0) deps.metrics.charge(ctx.app.name, ctx.shape.kind, recorded.chargedMinor);
+    else if (ctx.call.idempotencyKey === undefined)
+      // The upstream replayed a charge already counted under this request's key.
+      deps.metrics.saved(ctx, 'idempotent', amount);
     if (recorded.windows) windows = recorded.windows;
     else if (opens && opensWindow) windows = deps.windows.openedAt(windows, opens, startedAt);
     if (recorded.chargedMinor > 0) {

@@ -1,0 +1,212 @@
+// The gateway's Prometheus registry and the calls that feed it. One instance per server (tests
+// run several servers in one process), built from the catalogue in metric-catalogue.ts.
+// Counters and histograms count what THIS replica did; shared gauges are filled at scrape time
+// by SharedGauges (shared-gauges.ts). Counters whose label sets are fixed are created at 0 for
+// every configured app, so rates and alerts have a series before the first event.
+//
+// Must never: take a label value from a request (INN, token, ids): apps come from config,
+// routes, kinds, codes and classes from fixed sets, anything else is folded into "other".
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { PriceKind } from '../cost/estimate.ts';
+import { ERRORS } from '../errors.ts';
+import { LIMIT_CLASS_NAMES, routeClasses } from '../limits/limit-classes.ts';
+import type { RequestContext } from '../pipeline/context.ts';
+import { UPSTREAM_ROUTES } from '../route-table.ts';
+import {
+  GLOBAL_APP,
+  METRICS,
+  type MetricKey,
+  type MetricSpec,
+  SAVING_REASONS,
+  type SavingReason,
+} from './metric-catalogue.ts';
+
+export const PRICE_KINDS: readonly PriceKind[] = ['dossier', 'requisites', 'check', 'person'];
+export const PERIOD_NAMES = ['day', 'month'] as const;
+const ROUTE_NAMES = new Set<string>(UPSTREAM_ROUTES.map((r) => r.name));
+const ERROR_CODES = new Set<string>(Object.keys(ERRORS));
+const DENIAL_REASONS = ['deadline', 'app_cap', 'paused', 'shutdown'] as const;
+const STORE_ERROR_SOURCES = ['cache', 'limiter', 'budget', 'request', 'scrape', 'notice'] as const;
+
+type Metric = Counter<string> | Gauge<string> | Histogram<string>;
+type Instruments = {
+  [K in MetricKey]: (typeof METRICS)[K]['type'] extends 'counter'
+    ? Counter<string>
+    : (typeof METRICS)[K]['type'] extends 'gauge'
+      ? Gauge<string>
+      : Histogram<string>;
+};
+
+export interface GatewayMetricsOptions {
+  /** App names from config: the only app label values besides _global and _unknown. */
+  apps: readonly string[];
+  /** The current price of a kind (null: unknown), for savings. */
+  price: (kind: PriceKind) => number | null;
+  /** Default process metrics (CPU, memory, event loop, GC). */
+  defaultMetrics?: boolean;
+}
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly m: Instruments;
+  private readonly apps: Set<string>;
+
+  constructor(private readonly options: GatewayMetricsOptions) {
+    this.apps = new Set(options.apps);
+    const made: Partial<Record<MetricKey, Metric>> = {};
+    for (const [key, spec] of Object.entries(METRICS) as [MetricKey, MetricSpec][]) {
+      const base = {
+        name: spec.name,
+        help: spec.help,
+        labelNames: [...spec.labels],
+        registers: [this.registry],
+      };
+      made[key] =
+        spec.type === 'counter'
+          ? new Counter(base)
+          : spec.type === 'gauge'
+            ? new Gauge(base)
+            : new Histogram({ ...base, buckets: [...(spec.buckets ?? [])] });
+    }
+    this.m = made as Instruments;
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    this.zero();
+  }
+
+  /** Creates the fixed-label counters at 0 so rates and alerts have a series from the start. */
+  private zero(): void {
+    const { m } = this;
+    for (const app of this.apps) {
+      for (const kind of PRICE_KINDS) {
+        m.spend.inc({ app, kind }, 0);
+        for (const reason of SAVING_REASONS) m.saved.inc({ app, kind, reason }, 0);
+      }
+      for (const period of PERIOD_NAMES) {
+        m.budgetRejections.inc({ app, budget: 'app', period }, 0);
+        m.budgetRejections.inc({ app, budget: GLOBAL_APP, period }, 0);
+      }
+      for (const limit of LIMIT_CLASS_NAMES)
+        for (const reason of DENIAL_REASONS) m.rateLimitRejections.inc({ app, limit, reason }, 0);
+    }
+    for (const app of [...this.apps, GLOBAL_APP])
+      for (const period of PERIOD_NAMES) m.softLimitCrossings.inc({ app, period }, 0);
+    for (const route of ROUTE_NAMES) {
+      for (const code of ['rate_limited', 'quota_exceeded']) m.upstreamRateLimited.inc({ route, code }, 0);
+      for (const kind of ['status_5xx', 'timeout', 'connection']) m.upstreamFailures.inc({ route, kind }, 0);
+    }
+    for (const limit of LIMIT_CLASS_NAMES) m.queueDepth.set({ limit }, 0);
+    for (const result of ['sent', 'failed']) m.softLimitNotices.inc({ result }, 0);
+    for (const source of STORE_ERROR_SOURCES) m.storeErrors.inc({ source }, 0);
+    m.ledgerPendingAge.set(0);
+    m.ledgerOutbox.set(0);
+  }
+
+  app(name: string | null | undefined): string {
+    return name && this.apps.has(name) ? name : name === GLOBAL_APP ? GLOBAL_APP : 'other';
+  }
+
+  static route(name: string | null | undefined): string {
+    return name && ROUTE_NAMES.has(name) ? name : 'other';
+  }
+
+  static code(code: string | null | undefined): string {
+    if (!code) return '';
+    return ERROR_CODES.has(code) ? code : 'other';
+  }
+
+  /** A charge written to the ledger (execute.ts, where the entry is appended). */
+  charge(app: string, kind: PriceKind, amountMinor: number): void {
+    if (amountMinor > 0) this.m.spend.inc({ app: this.app(app), kind }, amountMinor);
+  }
+
+  /** What this request would have cost sent straight to the upstream, and why it did not. */
+  saved(ctx: RequestContext, reason: SavingReason, amountMinor: number): void {
+    if (!ctx.app || !(amountMinor > 0)) return;
+    const kind = ctx.shape?.kind ?? null;
+    if (kind === null) return;
+    ctx.savedMinor = (ctx.savedMinor ?? 0) + amountMinor;
+    ctx.savedReason = reason;
+    this.m.saved.inc({ app: this.app(ctx.app.name), kind, reason }, amountMinor);
+  }
+
+  /**
+   * The upstream price of this request if sent straight there now: 0 when an open window
+   * covers it (`covered`), else the price of its kind (0 for free routes or unknown prices).
+   */
+  directCost(ctx: RequestContext, covered: boolean): number {
+    const shape = ctx.shape;
+    if (!shape || shape.kind === null || (shape.covered !== null && covered)) return 0;
+    return this.options.price(shape.kind) ?? 0;
+  }
+
+  /** One answer to an app (the server's onResponse hook). */
+  request(a: {
+    app: string;
+    route: string;
+    status: number;
+    cache: string;
+    seconds: number;
+    queuedMs?: number | undefined;
+  }): void {
+    const route = GatewayMetrics.route(a.route);
+    this.m.requests.inc({ app: a.app, route, status: String(a.status), cache: a.cache });
+    this.m.requestDuration.observe({ route, cache: a.cache }, a.seconds);
+    if (a.queuedMs !== undefined && ROUTE_NAMES.has(route)) {
+      const limit = routeClasses(route as Parameters<typeof routeClasses>[0])[0];
+      if (limit) this.m.queueWait.observe({ limit }, a.queuedMs / 1000);
+    }
+  }
+
+  error(app: string, route: string, code: string): void {
+    this.m.errors.inc({
+      app,
+      route: GatewayMetrics.route(route),
+      code: GatewayMetrics.code(code) || 'other',
+    });
+  }
+
+  rateLimited(app: string, limit: string, reason: string): void {
+    this.m.rateLimitRejections.inc({ app: this.app(app), limit, reason });
+  }
+
+  budgetRejected(app: string, scope: 'app' | 'global', period: string): void {
+    this.m.budgetRejections.inc({ app: this.app(app), budget: scope === 'app' ? 'app' : GLOBAL_APP, period });
+  }
+
+  storeError(source: (typeof STORE_ERROR_SOURCES)[number]): void {
+    this.m.storeErrors.inc({ source });
+  }
+
+  /** The upstream answered (one attempt). */
+  upstreamAnswered(route: string, status: number, code: string | undefined, seconds: number): void {
+    const r = GatewayMetrics.route(route);
+    const c = GatewayMetrics.code(code);
+    this.m.upstreamRequests.inc({ route: r, status: String(status), code: c });
+    this.m.upstreamDuration.observe({ route: r }, seconds);
+    if (status === 429) this.m.upstreamRateLimited.inc({ route: r, code: c || 'rate_limited' });
+    if (status >= 500) this.m.upstreamFailures.inc({ route: r, kind: 'status_5xx' });
+  }
+
+  /** The upstream call failed without an answer. */
+  upstreamFailed(route: string, kind: 'timeout' | 'connection' | 'aborted'): void {
+    if (kind === 'aborted') return;
+    this.m.upstreamFailures.inc({ route: GatewayMetrics.route(route), kind });
+  }
+
+  /**
+   * Ledger backlog, reported by the ledger's reconciler (wired by the store work; until then
+   * both stay 0): the age of the oldest pending entry and the local outbox length.
+   */
+  setLedgerBacklog(b: { pendingOldestAgeSeconds: number; outboxEntries: number }): void {
+    this.m.ledgerPendingAge.set(b.pendingOldestAgeSeconds);
+    this.m.ledgerOutbox.set(b.outboxEntries);
+  }
+
+  async render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

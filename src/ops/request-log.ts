@@ -1,0 +1,49 @@
+// The one log line per answer (written by the server's onResponse hook): who asked what, how
+// it was answered and what it cost. Fields: app, route, method, status, error (envelope code),
+// reason (why a 402/429/5xx refusal), cache (X-Cache), charged, saved and savedReason (README
+// "Savings"), upstreamRequestId, queuedMs, durationMs, upstreamMs, attempts.
+// Must never log the INN, a token, a header value other than the upstream's request id, or a body.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+export interface RequestLogLine {
+  app: string | null;
+  route: string | null;
+  method: string;
+  status: number;
+  error?: string | undefined;
+  reason?: string | undefined;
+  cache: string | null;
+  charged: number;
+  saved?: number | undefined;
+  savedReason?: string | undefined;
+  upstreamRequestId?: string | undefined;
+  queuedMs?: number | undefined;
+  durationMs: number;
+  upstreamMs?: number | undefined;
+  attempts?: number | undefined;
+  clientGone?: true | undefined;
+}
+
+const round2 = (ms: number) => Math.round(ms * 100) / 100;
+
+export function requestLogLine(request: FastifyRequest, reply: FastifyReply): RequestLogLine {
+  const ctx = request.ctx;
+  return {
+    app: ctx?.app?.name ?? null,
+    route: ctx?.route.name ?? request.routeOptions.url ?? null,
+    method: request.method,
+    status: reply.statusCode,
+    error: ctx?.errorCode,
+    reason: ctx?.refusalReason,
+    cache: ctx?.cache ?? null,
+    charged: ctx?.chargedMinor ?? 0,
+    saved: ctx?.savedMinor,
+    savedReason: ctx?.savedReason,
+    upstreamRequestId: ctx?.upstreamRequestId,
+    queuedMs: ctx?.queuedMs !== undefined ? Math.round(ctx.queuedMs) : undefined,
+    durationMs: round2(reply.elapsedTime),
+    upstreamMs: ctx?.upstreamMs !== undefined ? round2(ctx.upstreamMs) : undefined,
+    attempts: ctx?.upstreamAttempts,
+    clientGone: request.raw.destroyed && !reply.raw.writableFinished ? true : undefined,
+  };
+}

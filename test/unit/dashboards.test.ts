@@ -1,0 +1,95 @@
+// Every Grafana panel and every alert rule names only series the gateway exports (the catalogue
+// plus prom-client's default process metrics, read from a real registry), groups only by labels
+// those series carry, and the dashboards are read-only and use the provisioned datasource uid.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { GatewayMetrics } from '../../src/metrics/gateway-metrics.ts';
+import { DASHBOARD_DIR, dashboardQueries, seriesIn } from '../helpers/dashboards.ts';
+
+const metrics = new GatewayMetrics({ apps: ['alpha'], price: () => 100 });
+const exported = new Map<string, Set<string>>();
+for (const m of await metrics.registry.getMetricsAsJSON()) {
+  const labels = new Set<string>(['instance', 'job', 'le']);
+  for (const v of m.values) for (const l of Object.keys(v.labels)) labels.add(l);
+  for (const l of (metrics.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] })
+    ?.labelNames ?? [])
+    labels.add(l);
+  const names =
+    String(m.type) === 'histogram' ? ['_bucket', '_sum', '_count'].map((s) => m.name + s) : [m.name];
+  for (const n of names) exported.set(n, labels);
+}
+
+function checkExpr(expr: string): string[] {
+  const problems: string[] = [];
+  const names = seriesIn(expr);
+  if (names.length === 0) problems.push(`names no cpgw series: ${expr}`);
+  for (const name of names) if (!exported.has(name)) problems.push(`${name} is not exported`);
+  const known = new Set(names.flatMap((n) => [...(exported.get(n) ?? [])]));
+  for (const by of expr.matchAll(/\bby\s*\(([^)]*)\)/g))
+    for (const label of by[1]!.split(',').map((s) => s.trim()))
+      if (label && !known.has(label)) problems.push(`by (${label}) is no label of ${names.join(', ')}`);
+  return problems;
+}
+
+describe('dashboards', () => {
+  const queries = dashboardQueries();
+
+  it('has at least three dashboards with panels', () => {
+    expect(new Set(queries.map((q) => q.dashboard)).size).toBeGreaterThanOrEqual(3);
+    expect(queries.length).toBeGreaterThan(25);
+  });
+
+  it('every panel query names only exported series and labels', () => {
+    const problems = queries.flatMap((q) =>
+      checkExpr(q.expr).map((p) => `${q.dashboard} / ${q.panel}: ${p}`),
+    );
+    expect(problems).toEqual([]);
+  });
+
+  it('the checker refuses a series nobody exports', () => {
+    expect(checkExpr('sum(rate(cpgw_made_up_total[5m]))')).toEqual(['cpgw_made_up_total is not exported']);
+    expect(checkExpr('sum by (inn) (cpgw_spend_minor_total)')).toHaveLength(1);
+  });
+
+  it('dashboards are read-only and use the provisioned datasource uid', () => {
+    const ds = parse(
+      readFileSync(join(DASHBOARD_DIR, '..', 'provisioning', 'datasources', 'prometheus.yaml'), 'utf8'),
+    ) as { datasources: Array<{ uid: string }> };
+    const uid = ds.datasources[0]!.uid;
+    for (const file of ['finance.json', 'platform.json', 'limits.json']) {
+      const d = JSON.parse(readFileSync(join(DASHBOARD_DIR, file), 'utf8')) as {
+        editable: boolean;
+        panels: Array<{ datasource: { uid: string } }>;
+      };
+      expect(d.editable).toBe(false);
+      for (const p of d.panels) expect(p.datasource.uid).toBe(uid);
+    }
+  });
+});
+
+describe('alert rules', () => {
+  it('every rule names only exported series and labels', () => {
+    const file = join(import.meta.dirname, '..', '..', 'deploy', 'prometheus', 'cpgw-alerts.yaml');
+    const rules = (
+      parse(readFileSync(file, 'utf8')) as {
+        groups: Array<{ rules: Array<{ alert: string; expr: string }> }>;
+      }
+    ).groups.flatMap((g) => g.rules);
+    expect(rules.length).toBeGreaterThanOrEqual(9);
+    const problems = rules.flatMap((r) => checkExpr(r.expr).map((p) => `${r.alert}: ${p}`));
+    expect(problems).toEqual([]);
+  });
+});
+
+describe('README', () => {
+  it('the metrics table lists every exported cpgw series', async () => {
+    const { METRICS } = await import('../../src/metrics/metric-catalogue.ts');
+    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+    const missing = Object.values(METRICS)
+      .map((m) => m.name)
+      .filter((n) => !readme.includes(`| \`${n}\` |`));
+    expect(missing).toEqual([]);
+  });
+});
