@@ -51,13 +51,37 @@ export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): v
         .send(ledgerCsv(entries));
     }
     const total = entries.reduce((sum, e) => sum + e.amountMinor, 0);
+    // Charges whose outcome is not known yet: counted against budgets until reconciled.
+    const pending = (await deps.store.pendingCharges())
+      .filter((p) => q.app === undefined || p.app === q.app)
+      .map((p) => ({
+        time: new Date(p.at).toISOString(),
+        app: p.app,
+        operation: p.operation,
+        kind: p.kind,
+        inn: p.inn,
+        estimate_minor: p.estimateMinor,
+        idempotency_key: p.key,
+        request_id: p.requestId,
+        state: p.leaseUntil > deps.clock.now() ? 'in_flight' : 'unknown',
+        reconcile_attempts: p.reconcileAttempts,
+      }));
     return {
       from: new Date(from).toISOString(),
       to: new Date(to).toISOString(),
       count: entries.length,
       total_minor: total,
       entries: entries.map((e) => ({ ...e, time: new Date(e.at).toISOString() })),
+      pending,
+      // Records and releases this replica holds for a store that was unreachable.
+      outbox: deps.outbox.depth,
     };
+  });
+
+  app.post('/admin/reconcile', async (request) => {
+    requireAdmin(request, deps);
+    // One reconciler round now (it also runs every cost.reconcileIntervalMs on every replica).
+    return { resolved: await deps.reconciler.runOnce() };
   });
 
   app.get('/admin/budgets', async (request) => {

@@ -1,8 +1,9 @@
-// The spend ledger: one entry per charge (time, app, operation, INN, amount, upstream and
-// gateway request ids, idempotency key), durable in the Store (a Redis stream with Redis).
-// A charge is claimed by its idempotency key first, so an upstream replay of a charge that
-// is already recorded (a retry, a duplicate on another replica) is never recorded twice.
-import type { LedgerStore, StateStore } from '../store/store.ts';
+// The spend ledger, read side: one entry per charge (time, app, operation, INN, amount, upstream
+// and gateway request ids, idempotency key, whether the reconciler recorded it), durable in the
+// Store (a Redis stream with Redis), exported as JSON or CSV. Entries are written only by the
+// money role's recordCharge (charge-book.ts), claimed by idempotency key in the same atomic step,
+// so an upstream replay of a charge already recorded is never recorded twice.
+import type { LedgerStore } from '../store/store.ts';
 
 export interface SpendEntry {
   at: number;
@@ -14,22 +15,12 @@ export interface SpendEntry {
   upstreamRequestId: string | null;
   requestId: string;
   idempotencyKey: string | null;
+  /** Recorded by the reconciler (the call's own answer never came back). */
+  reconciled?: boolean;
 }
 
-const CLAIM_TTL_MS = 86_400_000; // the upstream keeps idempotency keys for one day
-
 export class SpendLedger {
-  constructor(private readonly store: Pick<StateStore, 'setIfAbsent'> & LedgerStore) {}
-
-  /** True when this request is the first to account the charge made under this key. */
-  async claim(idempotencyKey: string | null, requestId: string): Promise<boolean> {
-    if (!idempotencyKey) return true;
-    return this.store.setIfAbsent(`charged:${idempotencyKey}`, requestId, CLAIM_TTL_MS);
-  }
-
-  async append(entry: SpendEntry): Promise<void> {
-    await this.store.appendLedger({ ...entry });
-  }
+  constructor(private readonly store: LedgerStore) {}
 
   async read(fromMs: number, toMs: number, app?: string, limit = 100_000): Promise<SpendEntry[]> {
     const records = await this.store.readLedger(fromMs, toMs, limit);
@@ -43,6 +34,9 @@ export class SpendLedger {
       upstreamRequestId: r.upstreamRequestId ? String(r.upstreamRequestId) : null,
       requestId: String(r.requestId),
       idempotencyKey: r.idempotencyKey ? String(r.idempotencyKey) : null,
+      ...(r.reconciled === true || r.reconciled === 'true' || r.reconciled === '1'
+        ? { reconciled: true }
+        : {}),
     }));
     return app ? entries.filter((e) => e.app === app) : entries;
   }
@@ -58,6 +52,7 @@ const CSV_COLUMNS = [
   'upstream_request_id',
   'request_id',
   'idempotency_key',
+  'reconciled',
 ] as const;
 
 function csvCell(value: string | number | null): string {
@@ -79,6 +74,7 @@ export function ledgerCsv(entries: readonly SpendEntry[]): string {
         e.upstreamRequestId,
         e.requestId,
         e.idempotencyKey,
+        e.reconciled ? 'true' : 'false',
       ]
         .map(csvCell)
         .join(','),

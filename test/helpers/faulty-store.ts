@@ -24,6 +24,8 @@ export class FaultyStore extends ComposedStore {
   override readonly kind: Store['kind'];
   private count = 0;
   private readonly plan = new Map<number, FailMode>();
+  private readonly methodPlan = new Map<string, FailMode>();
+  private readonly perMethod = new Map<RoleMethod, number>();
   private readonly log: FaultRecord[] = [];
   private readonly trace: RoleMethod[] = [];
 
@@ -46,6 +48,12 @@ export class FaultyStore extends ComposedStore {
     return this;
   }
 
+  /** Makes the nth call (1-based, from construction or reset()) of `method` fail. */
+  failOn(method: RoleMethod, nth: number, mode: FailMode): this {
+    this.methodPlan.set(`${method}#${nth}`, mode);
+    return this;
+  }
+
   /** Role-method calls made so far. */
   get calls(): number {
     return this.count;
@@ -65,6 +73,8 @@ export class FaultyStore extends ComposedStore {
   reset(): void {
     this.count = 0;
     this.plan.clear();
+    this.methodPlan.clear();
+    this.perMethod.clear();
     this.log.length = 0;
     this.trace.length = 0;
   }
@@ -80,7 +90,9 @@ export class FaultyStore extends ComposedStore {
   private async call(method: RoleMethod, args: unknown[]): Promise<unknown> {
     const n = ++this.count;
     this.trace.push(method);
-    const mode = this.plan.get(n);
+    const m = (this.perMethod.get(method) ?? 0) + 1;
+    this.perMethod.set(method, m);
+    const mode = this.plan.get(n) ?? this.methodPlan.get(`${method}#${m}`);
     const fn = (this.inner as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!;
     if (mode === 'before') {
       this.log.push({ call: n, method, mode });

@@ -16,7 +16,7 @@ export const budget: StageFactory = (deps) => async (ctx, next) => {
     capped ? deps.prices.priceForBudget(k) : deps.prices.price(k),
   );
   ctx.estimateMinor = estimate;
-  const opened = await deps.charges.open({
+  const request = {
     key: ctx.idempotencyKey,
     requestId: ctx.requestId,
     app,
@@ -28,7 +28,17 @@ export const budget: StageFactory = (deps) => async (ctx, next) => {
     target: ctx.pathAndQuery,
     body: ctx.rawBody ? ctx.rawBody.toString('utf8') : null,
     opens: ctx.shape.opens,
-  });
+  };
+  let opened: Awaited<ReturnType<typeof deps.charges.open>>;
+  try {
+    opened = await deps.charges.open(request);
+  } catch (err) {
+    // The store failed: the entry may or may not have been written (a lost reply). The call will
+    // not be sent, so it is released (through the outbox: in order, once the store is back),
+    // never replayed by the reconciler as a purchase nobody wants any more.
+    await deps.outbox.submit({ op: 'release', key: request.key });
+    throw err;
+  }
   if (!opened.ok) {
     deps.logger.warn({ app, period: opened.period, scope: opened.scope, estimate }, 'budget exceeded');
     return refuse('budget_exceeded', {
