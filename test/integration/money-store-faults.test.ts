@@ -103,7 +103,7 @@ describe('a store fault at any step of the charge path', () => {
     for (let k = 1; k <= callsPerRequest + 4; k++) plans.push((mode) => faulty.failAt(k, mode));
     for (const method of moneyCalls) plans.push((mode) => faulty.failOn(method as RoleMethod, 1, mode));
     for (const mode of ['before', 'after'] as FailMode[]) {
-      for (const plan of plans) {
+      for (const [k, plan] of plans.entries()) {
         const inn = freshInn();
         h.advance(61_000);
         faulty.reset();
@@ -115,7 +115,7 @@ describe('a store fault at any step of the charge path', () => {
         for (const f of faulty.faults) hit[mode].add(f.method);
         faulty.reset();
         statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-        expect(res.status, `${label}: call ${k} failing ${mode}`).not.toBe(500);
+        expect(res.status, `${label}: plan ${k} failing ${mode}`).not.toBe(500);
       }
     }
     // Every money step was made to fail in both ways.
