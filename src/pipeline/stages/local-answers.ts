@@ -16,16 +16,20 @@ export const localAnswers: StageFactory = (deps) => async (ctx, next) => {
     }
     if (!me) return next();
     const app = ctx.app!;
-    const budgets = (await deps.budgets.status(app.name)).map((b) => ({
-      scope: b.scope,
-      period: b.period,
-      period_id: b.periodId,
-      limit_minor: b.limitMinor,
-      soft_minor: b.softMinor,
-      spent_minor: b.spentMinor,
-      reserved_minor: b.reservedMinor,
-      remaining_minor: b.remainingMinor,
-    }));
+    // Budgets live in the shared store; while it is unreachable /v1/me still answers, with
+    // `budgets: null` (not known now), like the upstream's own "not yet known" nulls.
+    const statuses = await deps.budgets.status(app.name).catch(() => null);
+    const budgets =
+      statuses?.map((b) => ({
+        scope: b.scope,
+        period: b.period,
+        period_id: b.periodId,
+        limit_minor: b.limitMinor,
+        soft_minor: b.softMinor,
+        spent_minor: b.spentMinor,
+        reserved_minor: b.reservedMinor,
+        remaining_minor: b.remainingMinor,
+      })) ?? null;
     ctx.cache = 'HIT';
     const age = Math.max(0, Math.floor((deps.clock.now() - deps.prices.snapshot().refreshedAt) / 1000));
     const body = {
