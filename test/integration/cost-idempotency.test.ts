@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knownInns } from '../emulator/emulator-harness.ts';
 import { emulatorTestMode, type Harness, startHarness } from '../helpers/gateway-harness.ts';
 
-// Known failure under the matrix's replay-errors mode (issue 17): src/pipeline/forward.ts retries
-// 503 billing_unavailable with the SAME key, which that upstream answers with the stored 503
-// (Idempotent-Replayed: true) for a day; the fix switches to a fresh key after a replayed error
-// that charged nothing. Remove this marker with that fix (it.fails then turns red).
+// Known failure under the matrix's replay-errors mode (issue 17): src/pipeline's retry stage
+// retries 503 billing_unavailable with the SAME key, which that upstream answers with the stored
+// 503 (Idempotent-Replayed: true) for a day; the fix switches to a fresh key after a replayed
+// error that charged nothing. Remove this marker with that fix (it.fails then turns red).
 const sameKeyRetryOfStoredError = emulatorTestMode().name === 'replay-errors' ? it.fails : it;
 
 let h: Harness;

@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knownInns } from '../emulator/emulator-harness.ts';
 import { emulatorTestMode, type Harness, startHarness } from '../helpers/gateway-harness.ts';
 
-// Known failures under replay-errors until src/pipeline retries a replayed, uncharged error with
-// a fresh key (forward.ts reuses the key on 503; execute.ts derives the same key for the same
-// request for 15 minutes). Remove with that fix: it.fails then turns red.
+// Known failure under replay-errors until src/pipeline retries a replayed, uncharged error with a
+// fresh key (the retry stage reuses the request's key on 503, and the upstream answers each
+// attempt with the stored 503). Remove with that fix: it.fails then turns red.
 const pipelineFix = emulatorTestMode().name === 'replay-errors' ? it.fails : it;
 
 describe('retries after an uncharged upstream error', () => {
@@ -31,19 +31,16 @@ describe('retries after an uncharged upstream error', () => {
     expect(await chargesFor(inn!)).toHaveLength(1);
   });
 
-  pipelineFix(
-    '502 source_unavailable, the app retries a minute later: the register is asked again',
-    async () => {
-      const [inn] = knownInns(1, 5400);
-      await h.emu('/faults', { route: 'company', count: 1, status: 502 });
-      const first = await h.call('alpha', `/v1/companies/${inn}`);
-      expect(first.status).toBe(502);
-      expect(await chargesFor(inn!)).toHaveLength(0);
-      h.advance(61_000);
-      const retry = await h.call('alpha', `/v1/companies/${inn}`);
-      expect(retry.status).toBe(200);
-      expect(retry.headers.get('x-charged-minor')).toBe('9900');
-      expect(await chargesFor(inn!)).toHaveLength(1);
-    },
-  );
+  it('502 source_unavailable, the app retries a minute later: the register is asked again', async () => {
+    const [inn] = knownInns(1, 5400);
+    await h.emu('/faults', { route: 'company', count: 1, status: 502 });
+    const first = await h.call('alpha', `/v1/companies/${inn}`);
+    expect(first.status).toBe(502);
+    expect(await chargesFor(inn!)).toHaveLength(0);
+    h.advance(61_000);
+    const retry = await h.call('alpha', `/v1/companies/${inn}`);
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('x-charged-minor')).toBe('9900');
+    expect(await chargesFor(inn!)).toHaveLength(1);
+  });
 });
