@@ -7,6 +7,7 @@ import type { CheckPurpose } from '../domain/requests.ts';
 import type { ClockScheduler } from './clock-scheduler.ts';
 import type { CoverageWindows } from './coverage-windows.ts';
 import type { EmulatorDataSource } from './data-source.ts';
+import type { RequisitesCheckWindow } from './emulator-modes.ts';
 import { isoMsk, secondsUntil } from './time-format.ts';
 import type { WebhookDispatcher } from './webhook-dispatcher.ts';
 
@@ -30,6 +31,8 @@ export interface CheckSettings {
   checkMs: number;
   checkWaitMs: number;
   freshMs: number;
+  /** What a finished requisites check does to an open dossier window (asked at completion). */
+  requisitesWindow: () => RequisitesCheckWindow;
 }
 
 export class CheckRegistry {
@@ -136,7 +139,13 @@ export class CheckRegistry {
       data = { requisites };
     }
     if (record.found) {
-      this.windows.open(record.accountId, record.inn, record.purpose, at);
+      this.windows.openFromCheck(
+        record.accountId,
+        record.inn,
+        record.purpose,
+        at,
+        this.settings.requisitesWindow(),
+      );
       const freshUntil = at + this.settings.freshMs;
       this.freshUntil.set(`${record.inn}:${record.purpose}`, freshUntil);
       if (record.purpose === 'dossier') this.freshUntil.set(`${record.inn}:requisites`, freshUntil);

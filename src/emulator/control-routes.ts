@@ -1,10 +1,11 @@
 // The emulator's own control API under /_emulator/ (not part of the upstream): ledger,
-// request log, faults, prices, wallet, clock, windows, webhook deliveries and reset. Any
+// request log, faults, prices, wallet, clock, windows, webhook deliveries, modes and reset. Any
 // valid key may call it (sandbox included); it spends no rate budget and is not logged.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
 import { PRICE_KEYS, type PriceTable } from './emulator-config.ts';
 import type { EmulatorContext } from './emulator-context.ts';
+import { modeOptionsFromBody } from './emulator-modes.ts';
 import { parseFault } from './fault-injector.ts';
 import { isoMsk } from './time-format.ts';
 
@@ -92,6 +93,19 @@ export function registerControlRoutes(app: FastifyInstance, ctx: EmulatorContext
         }
         hooks.advanceClock(advance);
         return clockState();
+      });
+
+      control.get('/modes', async () => ctx.modes.snapshot());
+      control.post('/modes', async (req) => {
+        const problems: string[] = [];
+        const options = modeOptionsFromBody(body(req), problems);
+        if (problems.length) throw bad(problems.join('; '));
+        try {
+          ctx.modes.change(options);
+        } catch (error) {
+          throw bad((error as Error).message);
+        }
+        return ctx.modes.snapshot();
       });
 
       control.get('/windows', async () => ({ windows: ctx.windows.list() }));

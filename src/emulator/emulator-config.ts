@@ -1,7 +1,8 @@
 // Options of the emulator, their defaults in one place, and validation that reports every
 // problem at once. Nothing here reads the environment or argv (main.ts does that).
-import type { OffsetClock } from '../clock.ts';
+import type { Clock, OffsetClock, Random } from '../clock.ts';
 import type { EmulatorDataSource } from './data-source.ts';
+import { type ModeOptions, type ResolvedModes, resolveModes } from './emulator-modes.ts';
 import { type ApiKey, DEFAULT_KEY_SPEC, parseKeySpec } from './key-registry.ts';
 
 export const PRICE_KEYS = ['requisites', 'dossier', 'check', 'person', 'ai_deep'] as const;
@@ -41,7 +42,7 @@ export const DEFAULT_LIMITS: LimitOptions = {
   personsPerDay: 100,
 };
 
-export interface EmulatorOptions {
+export interface EmulatorOptions extends ModeOptions {
   /** 0 = any free port. */
   port?: number;
   host?: string;
@@ -66,6 +67,10 @@ export interface EmulatorOptions {
   webhookRetryDelaysMs?: number[];
   seed?: string;
   clock?: OffsetClock;
+  /** The wall clock (webhook `t=` in the default `webhookClock: 'real'` mode); default the system's. */
+  realClock?: Clock;
+  /** Draws latencies; default seeded from `seed`, so a run is repeatable. */
+  random?: Random;
   /** Replaces the generated data (tests). */
   data?: EmulatorDataSource;
   /** Base URL used in poll_url and dossier_url; default the listening address. */
@@ -92,6 +97,8 @@ export interface ResolvedConfig {
   seed: string;
   baseUrl: string | null;
   logger: boolean;
+  /** The start values of the modes (the live ones: EmulatorModes, changeable at run time). */
+  modes: ResolvedModes;
 }
 
 /** Attempt 1 at once, attempt 2 at once, then 1 min, 5 min, 15 min, 1 h: six attempts. */
@@ -149,6 +156,7 @@ export function resolveConfig(options: EmulatorOptions = {}): ResolvedConfig {
     seed: options.seed ?? 'cpgw',
     baseUrl: options.baseUrl ?? null,
     logger: options.logger ?? false,
+    modes: resolveModes(options, problems),
   };
   if (config.webhookUrl !== null) {
     try {

@@ -7,6 +7,7 @@ import type { ClockScheduler } from './clock-scheduler.ts';
 import type { CoverageWindows } from './coverage-windows.ts';
 import type { EmulatorDataSource } from './data-source.ts';
 import type { ResolvedConfig } from './emulator-config.ts';
+import type { EmulatorModes } from './emulator-modes.ts';
 import type { FaultInjector } from './fault-injector.ts';
 import type { IdempotencyStore } from './idempotency-store.ts';
 import type { KeyRegistry } from './key-registry.ts';
@@ -16,6 +17,8 @@ import type { WebhookDispatcher } from './webhook-dispatcher.ts';
 
 export interface EmulatorContext {
   config: ResolvedConfig;
+  /** The modes in force now (changeable through /_emulator/modes). */
+  modes: EmulatorModes;
   clock: OffsetClock;
   scheduler: ClockScheduler;
   data: EmulatorDataSource;

@@ -1,11 +1,12 @@
 // createEmulator(): builds the emulator's state, its fastify server (upstream routes plus
 // the /_emulator/ control API) and listens. Owns the request lifecycle hooks that stand on
-// every answer (X-Request-Id, error envelope, 404 for unknown paths, the request log).
+// every answer (X-Request-Id, error envelope, 404 for unknown paths, malformed URLs answered
+// with the envelope instead of fastify's own 400, the request log).
 // It never reads Date.now() for billing, windows or limits: the injected OffsetClock rules.
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { OffsetClock } from '../clock.ts';
+import { OffsetClock, seededRandom, systemClock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { BillingLedger } from './billing-ledger.ts';
 import { CheckRegistry } from './check-registry.ts';
@@ -17,6 +18,7 @@ import { CoverageWindows } from './coverage-windows.ts';
 import type { EmulatorDataSource } from './data-source.ts';
 import { type EmulatorOptions, type ResolvedConfig, resolveConfig } from './emulator-config.ts';
 import type { EmulatorContext } from './emulator-context.ts';
+import { EmulatorModes } from './emulator-modes.ts';
 import { FaultInjector } from './fault-injector.ts';
 import { IdempotencyStore } from './idempotency-store.ts';
 import { KeyRegistry } from './key-registry.ts';
@@ -47,6 +49,13 @@ export interface Emulator {
   close(): Promise<void>;
 }
 
+/** FNV-1a 32 of the seed: the latency draws' seed. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
+}
+
 async function defaultData(seed: string): Promise<EmulatorDataSource> {
   const { createEmulatorData } = await import('./data/index.ts');
   return createEmulatorData({ seed });
@@ -58,15 +67,19 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const data = options.data ?? (await defaultData(config.seed));
   data.warm?.();
   const scheduler = new ClockScheduler(clock);
+  const modes = new EmulatorModes(config.modes, clock, options.random ?? seededRandom(fnv1a(config.seed)));
+  const realClock = options.realClock ?? systemClock;
   const windows = new CoverageWindows(clock, config.windowMs);
   const webhooks = new WebhookDispatcher(clock, scheduler, {
     url: config.webhookUrl,
     secrets: config.webhookSecrets,
     timeoutMs: config.webhookTimeoutMs,
     retryDelaysMs: config.webhookRetryDelaysMs,
+    signingClock: () => (modes.current.webhookClock === 'real' ? realClock : clock),
   });
   const ctx: EmulatorContext = {
     config,
+    modes,
     clock,
     scheduler,
     data,
@@ -81,6 +94,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       checkMs: config.checkMs,
       checkWaitMs: config.checkWaitMs,
       freshMs: config.freshMs,
+      requisitesWindow: () => modes.current.requisitesCheckWindow,
     }),
     webhooks,
   };
@@ -92,6 +106,19 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     forceCloseConnections: true,
     bodyLimit: 1024 * 1024,
     exposeHeadRoutes: false,
+    // A URL the router cannot decode (`/v1/banks/%FF`) or a too long parameter: answered like
+    // every other refusal (envelope, X-Request-Id, 401 first), never fastify's own 400/414.
+    frameworkErrors: (error, req, reply) => {
+      req.emulatorAt = clock.now();
+      reply.header('x-request-id', req.id);
+      const key = ctx.keys.authenticate(req.headers.authorization, clock.now());
+      req.emulatorKey = key;
+      const apiError = key
+        ? ApiError.validation([{ field: 'path', code: 'invalid_encoding', message: error.message }])
+        : new ApiError('unauthorized');
+      if (req.url.startsWith('/v1/')) ctx.requests.record(logEntry(req, 'unknown', apiError.status));
+      sendError(reply, apiError);
+    },
   });
   app.decorateRequest('emulatorAt', 0);
   app.decorateRequest('emulatorKey', null);
@@ -133,6 +160,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     scheduler.poke();
   };
   const reset = (): void => {
+    modes.restart();
     ctx.billing.reset();
     ctx.windows.reset();
     ctx.idempotency.reset();

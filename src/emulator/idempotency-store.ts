@@ -1,6 +1,8 @@
 // Idempotency-Key records per account: the first answer to a key is replayed to every
 // later identical request; a different request with the key is refused; a key still
-// executing is 409. Keys live one day on the emulator clock. It never charges anything.
+// executing is 409. Keys live one day on the emulator clock. An error answer is either
+// released (the key may run again) or stored and replayed like any answer, as the caller
+// decides (the `replayErrors` mode). It never charges anything.
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 
@@ -12,13 +14,16 @@ export interface StoredAnswer {
   headers?: Record<string, string>;
 }
 
+/** What a key remembers: an answer, or a refusal (re-rendered with the replay's own request id). */
+export type Stored = StoredAnswer | ApiError;
+
 type Entry =
   | { state: 'running'; fingerprint: string; createdAt: number }
-  | { state: 'done'; fingerprint: string; createdAt: number; answer: StoredAnswer };
+  | { state: 'done'; fingerprint: string; createdAt: number; answer: Stored };
 
 export type Begin =
-  | { kind: 'new'; finish: (answer: StoredAnswer | null) => void }
-  | { kind: 'replay'; answer: StoredAnswer };
+  | { kind: 'new'; finish: (answer: Stored | null) => void }
+  | { kind: 'replay'; answer: Stored };
 
 export class IdempotencyStore {
   private entries = new Map<string, Entry>();

@@ -1,5 +1,6 @@
 // Free endpoints: GET /v1/me, banks, suggestions and search. They never charge; search
 // spends the per-account search budget and the key budget, suggest only its own budget.
+// /v1/me answers `wallet: null` / `prices: null` ("not yet known") while the modes say so.
 import type { FastifyInstance } from 'fastify';
 import { checkBic, checkKind, checkPage, checkQuery, type SearchKind } from '../domain/requests.ts';
 import { ApiError } from '../errors.ts';
@@ -23,8 +24,10 @@ export function registerLookupRoutes(app: FastifyInstance, ctx: EmulatorContext)
           scopes: key.scopes,
           expires_at: key.expiresAt === null ? null : isoMsk(key.expiresAt),
         },
-        wallet: { balance_minor: ctx.billing.balance(key.accountId), as_of: isoMsk(ctx.clock.now()) },
-        prices: ctx.billing.shownPrices(),
+        wallet: ctx.modes.walletKnown()
+          ? { balance_minor: ctx.billing.balance(key.accountId), as_of: isoMsk(ctx.clock.now()) }
+          : null,
+        prices: ctx.modes.pricesKnown() ? ctx.billing.shownPrices() : null,
       });
     },
   );

@@ -3,6 +3,14 @@
 // It never holds state of its own: everything lives in createEmulator().
 import { parseArgs } from 'node:util';
 import { type EmulatorOptions, PRICE_KEYS, type PriceKey } from './emulator-config.ts';
+import {
+  LATENCY_ROUTES,
+  parseLatencyFlags,
+  type ReplayErrors,
+  type RequisitesCheckWindow,
+  resolveModes,
+  type WebhookClock,
+} from './emulator-modes.ts';
 import { createEmulator } from './emulator-server.ts';
 import { DEFAULT_KEY_SPEC } from './key-registry.ts';
 
@@ -23,7 +31,14 @@ const USAGE = `usage: cpgw emulator [options]     (each flag also as env CPGW_EM
   --price KIND=KOPECKS     repeatable; KIND one of ${PRICE_KEYS.join(', ')}; "null" withdraws from sale
   --wallet KOPECKS         starting balance per account (default 10000000)
   --key-limit N --search-limit N --suggest-limit N --cold-check-limit N --persons-daily-limit N
-  --seed SEED              data seed (default cpgw)
+  --seed SEED              data seed (default cpgw; also seeds the latency draws)
+ modes (docs/upstream-gaps.md "Modes"; change at run time with POST /_emulator/modes):
+  --replay-errors none|all          a reused Idempotency-Key replays a stored error answer: none (default) | all
+  --null-prices-seconds N           /v1/me answers prices: null for the first N s (default 0)
+  --null-wallet-seconds N           /v1/me answers wallet: null for the first N s (default 0)
+  --latency ROUTE=MS|ROUTE=MIN-MAX  repeatable; ROUTE one of ${LATENCY_ROUTES.join(', ')} (e.g. search=500-3000)
+  --requisites-check-window table|both|keep   what a finished requisites check does to a dossier window (default table)
+  --webhook-clock real|emulator     clock of the webhook signature's t= (default real)
   --help`;
 
 const FLAGS = {
@@ -45,6 +60,12 @@ const FLAGS = {
   'cold-check-limit': { type: 'string' },
   'persons-daily-limit': { type: 'string' },
   seed: { type: 'string' },
+  'replay-errors': { type: 'string' },
+  'null-prices-seconds': { type: 'string' },
+  'null-wallet-seconds': { type: 'string' },
+  latency: { type: 'string', multiple: true },
+  'requisites-check-window': { type: 'string' },
+  'webhook-clock': { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -117,6 +138,8 @@ export function parseEmulatorArgs(
     freshSeconds: 'fresh-seconds',
     priceLagSeconds: 'price-lag-seconds',
     walletMinor: 'wallet',
+    nullPricesSeconds: 'null-prices-seconds',
+    nullWalletSeconds: 'null-wallet-seconds',
   } as const;
   for (const [option, flag] of Object.entries(numeric)) {
     const n = num(flag);
@@ -124,6 +147,16 @@ export function parseEmulatorArgs(
   }
   const seed = one('seed');
   if (seed !== undefined) options.seed = seed;
+  const replayErrors = one('replay-errors');
+  if (replayErrors !== undefined) options.replayErrors = replayErrors as ReplayErrors;
+  const requisitesWindow = one('requisites-check-window');
+  if (requisitesWindow !== undefined)
+    options.requisitesCheckWindow = requisitesWindow as RequisitesCheckWindow;
+  const webhookClock = one('webhook-clock');
+  if (webhookClock !== undefined) options.webhookClock = webhookClock as WebhookClock;
+  const latency = many('latency');
+  if (latency) options.latency = parseLatencyFlags(latency, problems);
+  resolveModes(options, problems);
   if (problems.length) throw new Error(`invalid emulator options:\n  - ${problems.join('\n  - ')}`);
   return options;
 }
@@ -147,7 +180,8 @@ export async function runEmulatorCli(argv: string[]): Promise<void> {
     `cpgw emulator listening on ${emulator.url} ` +
       `(keys: ${config.keys.map((k) => k.name).join(', ')}; window ${config.windowMs / 1000}s, ` +
       `check ${config.checkMs / 1000}s, wait ${config.checkWaitMs / 1000}s; ` +
-      `webhook: ${config.webhookUrl ?? 'none'}; control API: ${emulator.url}/_emulator/)`,
+      `webhook: ${config.webhookUrl ?? 'none'}; control API: ${emulator.url}/_emulator/; ` +
+      `modes: ${JSON.stringify(emulator.context.modes.snapshot())})`,
   );
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {

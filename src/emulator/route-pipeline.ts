@@ -1,11 +1,12 @@
 // The one place the request lifecycle of an upstream endpoint is declared: authenticate
 // (401), sandbox (403), scope (403), rate budget (429), Idempotency-Key format (422), then
-// the route's own work; faults, idempotent replay and the X-RateLimit-* headers are applied
-// here. Refusals are ApiError values turned into the error envelope by sendError().
-// Routes must never write to the reply themselves.
+// the route's own work; latency (the `latency` mode), faults, idempotent replay (of errors too
+// in the `replayErrors: all` mode) and the X-RateLimit-* headers are applied here. Refusals
+// are ApiError values turned into the error envelope by sendError(). Routes must never
+// write to the reply themselves.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkIdempotencyKey } from '../domain/requests.ts';
-import { ApiError, ERRORS, errorEnvelope } from '../errors.ts';
+import { ApiError, ERRORS, errorEnvelope, type FieldProblem } from '../errors.ts';
 import type { Answer, EmulatorContext } from './emulator-context.ts';
 import type { FaultEffect } from './fault-injector.ts';
 import { requestFingerprint } from './idempotency-store.ts';
@@ -58,7 +59,7 @@ export interface Call {
   idempotencyKey: string | null;
   params: Record<string, string>;
   query: Record<string, string | undefined>;
-  /** Applies an injected fault (latency, then 502 or 503) at this point of the route. */
+  /** Waits the route's latency (emulator clock), then applies an injected fault (latency, 502 or 503). */
   faultGate(): Promise<void>;
   /** Runs the billable part under the Idempotency-Key protocol (a plain call without a key). */
   idempotent(body: unknown, run: () => Promise<Answer>): Promise<Answer>;
@@ -126,6 +127,8 @@ export function defineRoute(
         const problems = checkIdempotencyKey(idempotencyKey);
         if (problems.length) throw ApiError.validation(problems);
       }
+      const badQuery = malformedQuery(req.url);
+      if (badQuery) throw ApiError.validation([badQuery]);
       let fault: FaultEffect | null | undefined;
       let replayed = false;
       const call: Call = {
@@ -137,6 +140,8 @@ export function defineRoute(
         query: stringQuery(req.query),
         faultGate: async () => {
           if (fault !== undefined) return;
+          const latency = ctx.modes.latencyMs(spec.id);
+          if (latency > 0) await new Promise<void>((resolve) => ctx.scheduler.after(latency, resolve));
           fault = ctx.faults.take(spec.id);
           if (!fault) return;
           if (fault.latency_ms) await new Promise((resolve) => setTimeout(resolve, fault!.latency_ms));
@@ -153,14 +158,16 @@ export function defineRoute(
           const begin = ctx.idempotency.begin(key.accountId, idempotencyKey, fingerprint);
           if (begin.kind === 'replay') {
             replayed = true;
+            if (begin.answer instanceof ApiError) throw replayedError(begin.answer);
             return begin.answer;
           }
+          const keepErrors = ctx.modes.current.replayErrors === 'all';
           try {
             const answer = await run();
-            begin.finish(answer.status < 300 ? answer : null);
+            begin.finish(answer.status < 300 || keepErrors ? answer : null);
             return answer;
           } catch (error) {
-            begin.finish(null);
+            begin.finish(keepErrors && error instanceof ApiError ? error : null);
             throw error;
           }
         },
@@ -184,6 +191,48 @@ export function defineRoute(
       return reply.send(answer.body);
     },
   });
+}
+
+/** The stored refusal once more, marked as a replay (the envelope gets the current request id). */
+function replayedError(stored: ApiError): ApiError {
+  return new ApiError(stored.code, stored.details, stored.message, {
+    status: stored.status,
+    headers: { ...stored.headers, 'idempotent-replayed': 'true' },
+  });
+}
+
+/**
+ * The first query parameter whose percent-encoding does not decode (`q=%FF`), as a field
+ * problem; fastify's parser would pass the raw text on as if it were the value.
+ */
+export function malformedQuery(url: string): FieldProblem | null {
+  const at = url.indexOf('?');
+  if (at < 0) return null;
+  for (const pair of url.slice(at + 1).split('&')) {
+    const eq = pair.indexOf('=');
+    const name = eq < 0 ? pair : pair.slice(0, eq);
+    const value = eq < 0 ? '' : pair.slice(eq + 1);
+    for (const part of [name, value]) {
+      try {
+        decodeURIComponent(part.replaceAll('+', ' '));
+      } catch {
+        return {
+          field: safeDecode(name) ?? 'query',
+          code: 'invalid_encoding',
+          message: 'percent-encoding is not valid UTF-8',
+        };
+      }
+    }
+  }
+  return null;
+}
+
+function safeDecode(text: string): string | null {
+  try {
+    return decodeURIComponent(text.replaceAll('+', ' '));
+  } catch {
+    return null;
+  }
 }
 
 export function logEntry(req: FastifyRequest, route: string, status: number): LoggedRequest {

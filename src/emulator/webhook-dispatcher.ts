@@ -1,7 +1,9 @@
 // Delivers signed webhook events (check.completed) to the configured address: one
 // `t=...,v1=...` signature per secret over `t.body`, a handler timeout, redirects not
-// followed, and retries on the spec's schedule driven by the emulator clock. The event id
-// and delivery number never change between attempts. It never blocks an API answer.
+// followed, and retries on the spec's schedule driven by the emulator clock. The `t=` of the
+// signature comes from the signing clock (the real one by default, so a receiver's 300 s
+// tolerance holds after the emulator clock was moved). The event id and delivery number never
+// change between attempts. It never blocks an API answer.
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { ClockScheduler } from './clock-scheduler.ts';
@@ -13,6 +15,8 @@ export interface WebhookSettings {
   timeoutMs: number;
   /** Delays before attempts 2..n (ms of emulator time after the previous failure). */
   retryDelaysMs: number[];
+  /** The clock whose time goes into `t=` (asked at every attempt: the mode can change). */
+  signingClock?: () => Clock;
 }
 
 export interface AttemptRecord {
@@ -97,7 +101,7 @@ export class WebhookDispatcher {
   private async attempt(record: DeliveryRecord, body: string): Promise<void> {
     if (this.closed || !this.records.includes(record)) return;
     const attempt = record.attempts.length + 1;
-    const timestamp = Math.floor(this.clock.now() / 1000);
+    const timestamp = Math.floor((this.settings.signingClock?.() ?? this.clock).now() / 1000);
     const entry: AttemptRecord = { attempt, at: isoMsk(this.clock.now()), status: null };
     record.attempts.push(entry);
     record.next_attempt_at = null;
