@@ -27,7 +27,9 @@ export const checks: StageFactory = (deps) => async (ctx, next) => {
       await deps.tickets.stillPending(ticket, deps.clock.now());
     } else if (out.status === 200) {
       const kind = ticket.purpose === 'requisites' ? 'requisites' : 'dossier';
-      const windows = await deps.windows.open(ticket.inn, kind, ticket.pendingAt);
+      // A requisites check also ends an open dossier window (the spec's window table).
+      const opening = kind === 'requisites' ? 'requisites_check' : 'dossier';
+      const windows = await deps.windows.open(ticket.inn, opening, ticket.pendingAt);
       const expiry = deps.windows.expiry(windows, kind);
       if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
       if (!ticket.ready) await deps.tickets.markReady(ticket);

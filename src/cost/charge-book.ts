@@ -14,7 +14,14 @@
 //
 // Must never: let a charged call start without its pending entry, or end a hold on a guess.
 import type { Clock } from '../clock.ts';
-import type { ChargeRecord, ChargeStore, CompanyWindows, PendingCharge, WindowKind } from '../store/store.ts';
+import type {
+  ChargeRecord,
+  ChargeStore,
+  CompanyWindows,
+  PendingCharge,
+  WindowKind,
+  WindowOpening,
+} from '../store/store.ts';
 import type { BudgetDenial, BudgetGuard } from './budget-guard.ts';
 import type { ChargeOutbox } from './charge-outbox.ts';
 import { keepAlive, type Lease } from './lease.ts';
@@ -74,6 +81,11 @@ export interface AnswerFacts {
   reconciled?: boolean;
 }
 
+/** A check for requisites whose data came back opens a requisites window and ends a dossier one. */
+function openingOf(p: PendingCharge): WindowOpening {
+  return p.operation === 'check_create' && p.opens === 'requisites' ? 'requisites_check' : p.opens!;
+}
+
 export class ChargeBook {
   constructor(private readonly options: ChargeBookOptions) {}
 
@@ -127,7 +139,7 @@ export class ChargeBook {
       counters: p.counters,
       counterTtlMs: p.counterTtlMs,
       ...(p.opens && facts.opensWindow
-        ? { window: { inn: p.inn, kind: p.opens, until: facts.startedAt + this.options.windowMs } }
+        ? { window: { inn: p.inn, kind: openingOf(p), until: facts.startedAt + this.options.windowMs } }
         : {}),
     };
     const result = await this.options.outbox.submit({ op: 'record', record });

@@ -5,7 +5,7 @@
 // closing `safetyMarginMs` early, so a read at the edge is estimated as charged rather than free.
 // An expiry is never shortened (the store max-merges).
 import type { Clock } from '../clock.ts';
-import type { ChargeStore, CompanyWindows, WindowKind } from '../store/store.ts';
+import type { ChargeStore, CompanyWindows, WindowKind, WindowOpening } from '../store/store.ts';
 
 export type { CompanyWindows, WindowKind } from '../store/store.ts';
 
@@ -44,7 +44,7 @@ export class WindowTracker {
    * Records a window opened at `openedAt`: the earliest moment the upstream could have
    * charged (or readied a check's data), so our expiry is never later than the upstream's.
    */
-  async open(inn: string, kind: WindowKind, openedAt: number): Promise<CompanyWindows> {
+  async open(inn: string, kind: WindowOpening, openedAt: number): Promise<CompanyWindows> {
     return this.options.store.openWindow(inn, kind, this.until(openedAt), this.options.clock.now());
   }
 

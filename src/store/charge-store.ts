@@ -13,6 +13,13 @@ import type { BudgetCounterSpec, ReserveResult } from './budget-store.ts';
 import type { LedgerRecord } from './ledger-store.ts';
 
 export type WindowKind = 'dossier' | 'requisites';
+/**
+ * What opens or extends a window: a dossier or requisites charge, or a requisites check whose data
+ * became ready. The spec's window table moves a company from any state to "requisites window
+ * open" on such a check, so it also ends an open dossier window (at the step's `now`): reads of
+ * the dossier are estimated as charged again, which is safe under either reading of the table.
+ */
+export type WindowOpening = WindowKind | 'requisites_check';
 
 export interface CompanyWindows {
   /** ms epoch; 0 when no dossier window was seen. */
@@ -66,7 +73,7 @@ export interface ChargeRecord {
   counters: string[];
   counterTtlMs: number;
   /** Max-merged, never shortened. */
-  window?: { inn: string; kind: WindowKind; until: number };
+  window?: { inn: string; kind: WindowOpening; until: number };
 }
 
 export interface RecordResult {
@@ -102,7 +109,7 @@ export interface ChargeStore {
   /** Windows (read by the charge gate, cache stage, estimates). */
   windows(inn: string): Promise<CompanyWindows>;
   /** Opens/extends a window without a charge (check data ready): max-merge, atomic. */
-  openWindow(inn: string, kind: WindowKind, until: number, now: number): Promise<CompanyWindows>;
+  openWindow(inn: string, kind: WindowOpening, until: number, now: number): Promise<CompanyWindows>;
   /** Companies with a window ending after `now`, at most `limit`. */
   listWindows(now: number, limit?: number): Promise<Array<CompanyWindows & { inn: string }>>;
 }

@@ -7,6 +7,7 @@ import {
   type CompanyWindows,
   type PendingCharge,
   type WindowKind,
+  type WindowOpening,
 } from './charge-store.ts';
 import { minorOf, ttlOf, uniqueCounters, uniqueStrings } from './store-util.ts';
 
@@ -26,6 +27,10 @@ function keyOf(key: string): string {
 export function windowKindOf(kind: string): WindowKind {
   if (kind !== 'dossier' && kind !== 'requisites') throw new RangeError(`bad window kind ${kind}`);
   return kind;
+}
+
+export function windowOpeningOf(kind: string): WindowOpening {
+  return kind === 'requisites_check' ? kind : windowKindOf(kind);
 }
 
 /**
@@ -59,7 +64,7 @@ export interface CheckedRecord {
   amount: number;
   ttl: number;
   at: number;
-  window: { inn: string; kind: WindowKind; until: number } | null;
+  window: { inn: string; kind: WindowOpening; until: number } | null;
 }
 
 export function recordOf(r: ChargeRecord): CheckedRecord {
@@ -67,7 +72,11 @@ export function recordOf(r: ChargeRecord): CheckedRecord {
   if (amount <= 0) throw new RangeError(`amountMinor of a recorded charge must be > 0, got ${amount}`);
   const at = timeOf(r.entry.at, 'entry.at');
   const window = r.window
-    ? { inn: r.window.inn, kind: windowKindOf(r.window.kind), until: timeOf(r.window.until, 'window.until') }
+    ? {
+        inn: r.window.inn,
+        kind: windowOpeningOf(r.window.kind),
+        until: timeOf(r.window.until, 'window.until'),
+      }
     : null;
   return { key: keyOf(r.key), amount, ttl: ttlOf(r.counterTtlMs, 'counterTtlMs'), at, window };
 }
@@ -78,10 +87,18 @@ export function leaseArgs(key: string, leaseUntil: number): number {
 }
 
 /** `current` with `kind` extended to `until`; never shortened. */
-export function mergeWindow(current: CompanyWindows, kind: WindowKind, until: number): CompanyWindows {
-  return kind === 'dossier'
-    ? { ...current, dossierUntil: Math.max(current.dossierUntil, until) }
-    : { ...current, requisitesUntil: Math.max(current.requisitesUntil, until) };
+export function mergeWindow(
+  current: CompanyWindows,
+  kind: WindowOpening,
+  until: number,
+  now: number,
+): CompanyWindows {
+  if (kind === 'dossier') return { ...current, dossierUntil: Math.max(current.dossierUntil, until) };
+  const requisitesUntil = Math.max(current.requisitesUntil, until);
+  // A requisites check's data ends an open dossier window (charge-store.ts, WindowOpening).
+  const dossierUntil =
+    kind === 'requisites_check' ? Math.min(current.dossierUntil, now) : current.dossierUntil;
+  return { dossierUntil, requisitesUntil };
 }
 
 export function windowEnd(w: CompanyWindows): number {

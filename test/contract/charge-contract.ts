@@ -242,6 +242,22 @@ export function describeChargeContract(t: ContractContext): void {
       expect(await t.store.windows('500100732259')).toEqual({ dossierUntil: 0, requisitesUntil: 0 });
     });
 
+    it("a requisites check's data opens a requisites window and ends an open dossier window, in both operations", async () => {
+      const now = t.h.clock.now();
+      await t.store.openWindow(INN, 'dossier', now + 900_000, now);
+      expect(await t.store.openWindow(INN, 'requisites_check', now + 900_000, now + 60_000)).toEqual({
+        dossierUntil: now + 60_000,
+        requisitesUntil: now + 900_000,
+      });
+      const other = '7736050003';
+      await t.store.openWindow(other, 'dossier', now + 900_000, now);
+      const r = await t.store.recordCharge(
+        record('rc', 1500, { window: { inn: other, kind: 'requisites_check', until: now + 950_000 } }),
+      );
+      expect(r.windows!.requisitesUntil).toBe(now + 950_000);
+      expect(r.windows!.dossierUntil).toBeLessThanOrEqual(t.h.clock.now());
+    });
+
     it('budget and ledger roles see what recordCharge wrote', async () => {
       await t.store.openCharge(pending('k1'), specs(1000));
       await t.store.recordCharge(record('k1', 700));

@@ -16,6 +16,7 @@ import {
   type PendingCharge,
   type RecordResult,
   type WindowKind,
+  type WindowOpening,
 } from '../charge-store.ts';
 import {
   holdSpecs,
@@ -25,7 +26,7 @@ import {
   pendingOf,
   recordOf,
   windowEnd,
-  windowKindOf,
+  windowOpeningOf,
 } from '../charge-util.ts';
 import { uniqueStrings } from '../store-util.ts';
 import type { MemoryBudgets } from './memory-budgets.ts';
@@ -132,7 +133,7 @@ export class MemoryCharges implements ChargeStore {
   }
 
   async openWindow(inn: string, kind: WindowKind, until: number, now: number): Promise<CompanyWindows> {
-    this.merge(inn, windowKindOf(kind), until, now);
+    this.merge(inn, windowOpeningOf(kind), until, now);
     this.writes.wrote();
     return this.read(inn);
   }
@@ -165,8 +166,8 @@ export class MemoryCharges implements ChargeStore {
   }
 
   /** Max-merges; the entry lives until its last window ends (measured from the caller's `now`). */
-  private merge(inn: string, kind: WindowKind, until: number, now: number): void {
-    const next = mergeWindow(this.read(inn), kind, until);
+  private merge(inn: string, kind: WindowOpening, until: number, now: number): void {
+    const next = mergeWindow(this.read(inn), kind, until, now);
     const left = windowEnd(next) - now;
     if (left <= 0) return;
     this.byInn.set(inn, { ...next, expiresAt: this.clock.now() + left });

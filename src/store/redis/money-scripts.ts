@@ -39,7 +39,11 @@ local function merge_window(w, wz, inn, kind, untilMs, nowMs)
   local r = tonumber(redis.call('HGET', w, 'r') or 0)
   if kind == 'dossier' then
     if untilMs > d then d = untilMs end
-  elseif untilMs > r then r = untilMs end
+  else
+    if untilMs > r then r = untilMs end
+    -- A requisites check's data ends an open dossier window (charge-store.ts, WindowOpening).
+    if kind == 'requisites_check' and d > nowMs then d = nowMs end
+  end
   local e = math.max(d, r)
   redis.call('ZREMRANGEBYSCORE', wz, '-inf', fmt(nowMs))
   if e - nowMs <= 0 then return end

@@ -15,7 +15,7 @@ import {
   type RecordResult,
   type WindowKind,
 } from '../charge-store.ts';
-import { holdSpecs, leaseArgs, pendingOf, recordOf, windowKindOf } from '../charge-util.ts';
+import { holdSpecs, leaseArgs, pendingOf, recordOf, windowOpeningOf } from '../charge-util.ts';
 import { minorOf } from '../store-util.ts';
 import type { RedisLink } from './link.ts';
 import {
@@ -168,7 +168,7 @@ export class RedisCharges implements ChargeStore {
 
   async openWindow(inn: string, kind: WindowKind, until: number, now: number): Promise<CompanyWindows> {
     const { k } = this.link;
-    const args = [inn, windowKindOf(kind), Math.floor(until), Math.floor(now)];
+    const args = [inn, windowOpeningOf(kind), Math.floor(until), Math.floor(now)];
     const [d, r] = (await this.link.script(OPEN_WINDOW, [k.windows(inn), k.windowIndex], args)) as number[];
     return windowsOf(d, r);
   }
