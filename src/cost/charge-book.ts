@@ -133,7 +133,7 @@ export class ChargeBook {
         amountMinor: facts.amountMinor,
         upstreamRequestId: facts.upstreamRequestId,
         requestId: p.requestId,
-        idempotencyKey: p.key,
+        idempotencyKey: p.replayKey ?? p.key,
         ...(facts.reconciled ? { reconciled: true } : {}),
       },
       counters: p.counters,
@@ -150,6 +150,25 @@ export class ChargeBook {
       windows: result.windows,
       stored: true,
     };
+  }
+
+  /**
+   * The next attempt will carry `replayKey` instead of the current key (the last answer proved no
+   * charge, and an upstream that stores error answers would replay it to the same key for a day).
+   * The pending entry learns it first, so a reconciliation replays what was really sent. false:
+   * the store did not take it, and the caller must keep the old key.
+   */
+  async rekey(charge: OpenCharge, replayKey: string): Promise<boolean> {
+    const { store, clock, replicaId, leaseMs } = this.options;
+    try {
+      if (!(await store.renewCharge(charge.pending.key, replicaId, clock.now() + leaseMs, replayKey)))
+        return false;
+    } catch (err) {
+      this.options.onError?.(err, 'could not switch a charged retry to a fresh key');
+      return false;
+    }
+    (charge.pending as { replayKey?: string }).replayKey = replayKey;
+    return true;
   }
 
   /** The upstream proved it charged nothing. */

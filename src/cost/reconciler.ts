@@ -111,7 +111,7 @@ export class Reconciler {
         path: p.target,
         headers: {
           accept: 'application/json',
-          'idempotency-key': p.key,
+          'idempotency-key': p.replayKey ?? p.key,
           ...(p.body !== null ? { 'content-type': 'application/json' } : {}),
         },
         ...(p.body !== null ? { body: p.body } : {}),

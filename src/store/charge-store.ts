@@ -54,6 +54,12 @@ export interface PendingCharge {
   counterTtlMs: number;
   /** Replica id holding the lease. */
   owner: string;
+  /**
+   * The key the latest attempt carried upstream, when it is not `key`: after an answer that
+   * proves no charge (503 billing_unavailable) a retry switches to a fresh key, and a replay of
+   * that one is what tells the truth. Absent: `key`.
+   */
+  replayKey?: string;
   /** ms; 0 = outcome unknown, free for a reconciler at once. */
   leaseUntil: number;
   reconcileAttempts: number;
@@ -89,7 +95,7 @@ export interface ChargeStore {
   openCharge(p: PendingCharge, counters: BudgetCounterSpec[]): Promise<ReserveResult>;
   /** Extends the lease while the owner still owns the entry; false when the entry is gone or
    *  owned by someone else (a reconciler took it). leaseUntil 0 marks the outcome unknown. */
-  renewCharge(key: string, owner: string, leaseUntil: number): Promise<boolean>;
+  renewCharge(key: string, owner: string, leaseUntil: number, replayKey?: string): Promise<boolean>;
   /** Takes over an entry whose lease ended (leaseUntil <= now): sets owner/leaseUntil, bumps
    *  reconcileAttempts; returns the entry, or null when it is gone or its lease is still live. */
   takeOverCharge(key: string, owner: string, now: number, leaseUntil: number): Promise<PendingCharge | null>;

@@ -3,13 +3,7 @@
 // once; two apps using the same client key do not collide.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knownInns } from '../emulator/emulator-harness.ts';
-import { emulatorTestMode, type Harness, startHarness } from '../helpers/gateway-harness.ts';
-
-// Known failure under the matrix's replay-errors mode (issue 17): src/pipeline's retry stage
-// retries 503 billing_unavailable with the SAME key, which that upstream answers with the stored
-// 503 (Idempotent-Replayed: true) for a day; the fix switches to a fresh key after a replayed
-// error that charged nothing. Remove this marker with that fix (it.fails then turns red).
-const sameKeyRetryOfStoredError = emulatorTestMode().name === 'replay-errors' ? it.fails : it;
+import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -33,7 +27,7 @@ describe('idempotency keys', () => {
     expect(requests.requests.filter((r) => r.path.includes(inn!)).length).toBe(2);
   });
 
-  sameKeyRetryOfStoredError('retries 503 billing_unavailable with the same key and backoff', async () => {
+  it('retries 503 billing_unavailable with backoff (a fresh key: no charge was made) and pays once', async () => {
     const [inn] = knownInns(1, 410);
     await h.emu('/faults', { route: 'requisites', count: 2, status: 503 });
     const res = await h.call('beta', `/v1/requisites/${inn}`);

@@ -6,7 +6,7 @@
 // emulator's ledger never passes the cap.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knownInns } from '../emulator/emulator-harness.ts';
-import { emulatorTestMode, type Harness, startHarness } from '../helpers/gateway-harness.ts';
+import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
 
 // A finished requisites check ends the company's dossier window in the gateway's books (the
 // table reading; under `keep` that only makes a later read estimated as charged, which is safe).

@@ -6,12 +6,7 @@
 // (docs/upstream-gaps.md "Modes"), so the gateway must switch to a fresh key after such a replay.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knownInns } from '../emulator/emulator-harness.ts';
-import { emulatorTestMode, type Harness, startHarness } from '../helpers/gateway-harness.ts';
-
-// Known failure under replay-errors until src/pipeline retries a replayed, uncharged error with a
-// fresh key (the retry stage reuses the request's key on 503, and the upstream answers each
-// attempt with the stored 503). Remove with that fix: it.fails then turns red.
-const pipelineFix = emulatorTestMode().name === 'replay-errors' ? it.fails : it;
+import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
 
 describe('retries after an uncharged upstream error', () => {
   let h: Harness;
@@ -22,7 +17,7 @@ describe('retries after an uncharged upstream error', () => {
 
   const chargesFor = async (inn: string) => (await h.ledger()).entries.filter((e) => e.inn === inn);
 
-  pipelineFix('one 503 billing_unavailable: the gateway`s retry gets the dossier, charged once', async () => {
+  it('one 503 billing_unavailable: the gateway`s retry gets the dossier, charged once', async () => {
     const [inn] = knownInns(1, 5300);
     await h.emu('/faults', { route: 'company', count: 1, status: 503 });
     const res = await h.call('alpha', `/v1/companies/${inn}`);

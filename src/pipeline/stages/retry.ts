@@ -5,14 +5,20 @@
 // counted until the reconciler knows.
 import { neverSent } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
-import { isRefusal, type Outcome } from '../outcome.ts';
+import { type Answer, isRefusal } from '../outcome.ts';
 import { upstreamUnavailable } from '../refusals.ts';
 import { errorCodeOf, retryDelay } from '../retry-policy.ts';
 import type { StageFactory } from '../stage.ts';
 
+/** An answer whose code says nothing was charged, so a fresh key cannot double a charge. */
+function provesNoCharge(out: Answer): boolean {
+  const charged = Number(out.headers['x-charged-minor'] ?? '0');
+  return out.status === 503 && !(charged > 0) && errorCodeOf(out.body) === 'billing_unavailable';
+}
+
 export const retry: StageFactory = (deps) => async (ctx, next) => {
   const safe = ctx.shape === null || ctx.idempotencyKey !== undefined;
-  let last: Outcome | null = null;
+  let last: Answer | null = null;
   let lastFailure: UpstreamFailure | null = null;
   for (let attempt = 0; ; attempt++) {
     ctx.attempt = attempt;
@@ -53,6 +59,13 @@ export const retry: StageFactory = (deps) => async (ctx, next) => {
       });
     }
     if (delay === null) break;
+    if (last && ctx.charge && ctx.idempotencyKey && provesNoCharge(last)) {
+      // 503 billing_unavailable: "no charge could be made". An upstream that stores error answers
+      // for the key's lifetime would replay it to every retry with the same key, so the retry
+      // gets a fresh one (the pending entry learns it first, for the reconciler).
+      const fresh = `${ctx.charge.pending.key}.r${attempt + 1}`;
+      if (await deps.charges.rekey(ctx.charge, fresh)) ctx.idempotencyKey = fresh;
+    }
     await deps.clock.sleep(delay);
   }
   if (last) {

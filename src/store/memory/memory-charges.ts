@@ -66,11 +66,12 @@ export class MemoryCharges implements ChargeStore {
     return result;
   }
 
-  async renewCharge(key: string, owner: string, leaseUntil: number): Promise<boolean> {
+  async renewCharge(key: string, owner: string, leaseUntil: number, replayKey?: string): Promise<boolean> {
     const until = leaseArgs(key, leaseUntil);
     const entry = this.pending.get(key);
     if (!entry || entry.owner !== owner) return false;
     entry.leaseUntil = until;
+    if (replayKey) entry.replayKey = replayKey;
     return true;
   }
 

@@ -99,11 +99,12 @@ export const RENEW_CHARGE: LuaScript = lua(
   `
 if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'l', ARGV[2])
+if ARGV[3] and ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'u', ARGV[3]) end
 return 1
 `,
 );
 
-/** KEYS: pending entry. ARGV: owner, now, leaseUntil. Returns {j, o, l, n} or false. */
+/** KEYS: pending entry. ARGV: owner, now, leaseUntil. Returns {j, o, l, n, u} or false. */
 export const TAKE_OVER_CHARGE: LuaScript = lua(
   'takeOverCharge',
   `
@@ -111,7 +112,7 @@ local l = redis.call('HGET', KEYS[1], 'l')
 if not l or tonumber(l) > tonumber(ARGV[2]) then return false end
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'l', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'n', 1)
-return redis.call('HMGET', KEYS[1], 'j', 'o', 'l', 'n')
+return redis.call('HMGET', KEYS[1], 'j', 'o', 'l', 'n', 'u')
 `,
 );
 
@@ -161,17 +162,18 @@ return 1
 `,
 );
 
-/** KEYS: pending index. ARGV: key base, limit. Returns {key, j, o, l, n, ...}, oldest first. */
+/** KEYS: pending index. ARGV: key base, limit. Returns {key, j, o, l, n, u, ...}, oldest first. */
 export const PENDING_CHARGES: LuaScript = lua(
   'pendingCharges',
   `
 local out = {}
 local keys = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1)
 for _, key in ipairs(keys) do
-  local e = redis.call('HMGET', ARGV[1] .. 'p:' .. key, 'j', 'o', 'l', 'n')
+  local e = redis.call('HMGET', ARGV[1] .. 'p:' .. key, 'j', 'o', 'l', 'n', 'u')
   if e[1] then
     out[#out + 1] = key
     for i = 1, 4 do out[#out + 1] = e[i] end
+    out[#out + 1] = e[5] or ''
   else
     redis.call('ZREM', KEYS[1], key)
   end

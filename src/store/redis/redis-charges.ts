@@ -39,12 +39,14 @@ function entryOf(
   owner: string,
   leaseUntil: string | number,
   attempts: string | number,
+  replayKey?: string | null,
 ): PendingCharge {
   return {
     ...(JSON.parse(j) as PendingBody),
     owner,
     leaseUntil: Number(leaseUntil),
     reconcileAttempts: Number(attempts),
+    ...(replayKey ? { replayKey } : {}),
   };
 }
 
@@ -84,11 +86,10 @@ export class RedisCharges implements ChargeStore {
     return reserveResult((await this.link.script(OPEN_CHARGE, keys, args)) as number[], specs);
   }
 
-  async renewCharge(key: string, owner: string, leaseUntil: number): Promise<boolean> {
+  async renewCharge(key: string, owner: string, leaseUntil: number, replayKey?: string): Promise<boolean> {
     const until = leaseArgs(key, leaseUntil);
-    return (
-      Number(await this.link.script(RENEW_CHARGE, [this.link.k.pendingEntry(key)], [owner, until])) === 1
-    );
+    const args = [owner, until, replayKey ?? ''];
+    return Number(await this.link.script(RENEW_CHARGE, [this.link.k.pendingEntry(key)], args)) === 1;
   }
 
   async takeOverCharge(
@@ -102,7 +103,7 @@ export class RedisCharges implements ChargeStore {
       TAKE_OVER_CHARGE,
       [this.link.k.pendingEntry(key)],
       [owner, now, until],
-    )) as [string, string, string, string] | null;
+    )) as [string, string, string, string, string | null] | null;
     return reply ? entryOf(...reply) : null;
   }
 
@@ -150,8 +151,8 @@ export class RedisCharges implements ChargeStore {
     const { k } = this.link;
     const flat = (await this.link.script(PENDING_CHARGES, [k.pendingIndex], [k.money, limit])) as string[];
     const out: PendingCharge[] = [];
-    for (let i = 0; i < flat.length; i += 5)
-      out.push(entryOf(flat[i + 1]!, flat[i + 2]!, flat[i + 3]!, flat[i + 4]!));
+    for (let i = 0; i < flat.length; i += 6)
+      out.push(entryOf(flat[i + 1]!, flat[i + 2]!, flat[i + 3]!, flat[i + 4]!, flat[i + 5]));
     return out;
   }
 
