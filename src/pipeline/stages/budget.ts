@@ -5,6 +5,7 @@
 // 402 budget_exceeded: no upstream call, no charge. From here on the charge is the record
 // stage's: settled, released, or left counted for the reconciler — never forgotten.
 import { estimateMinor } from '../../cost/estimate.ts';
+import { ApiError } from '../../errors.ts';
 import { refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 
@@ -12,9 +13,21 @@ export const budget: StageFactory = (deps) => async (ctx, next) => {
   if (ctx.shape === null || ctx.app === null || ctx.idempotencyKey === undefined) return next();
   const app = ctx.app.name;
   const capped = deps.budgets.hasCaps(app);
-  const estimate = estimateMinor(ctx.shape, ctx.covered === true, (k) =>
-    capped ? deps.prices.priceForBudget(k) : deps.prices.price(k),
-  );
+  const shape = ctx.shape;
+  const estimateNow = () =>
+    estimateMinor(shape, ctx.covered === true, (k) =>
+      capped ? deps.prices.priceForBudget(k) : deps.prices.price(k),
+    );
+  let estimate: number;
+  try {
+    estimate = estimateNow();
+  } catch (err) {
+    // No price ever seen and a cap applies: read /v1/me once more before refusing (503
+    // prices_unknown is thrown again when it still lists none).
+    if (!(err instanceof ApiError && err.code === 'prices_unknown')) throw err;
+    await deps.prices.refresh();
+    estimate = estimateNow();
+  }
   ctx.estimateMinor = estimate;
   const request = {
     key: ctx.idempotencyKey,
