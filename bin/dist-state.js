@@ -23,9 +23,10 @@ function newestMtime(path) {
  */
 export function distState(root) {
   const at = (p) => fileURLToPath(new URL(p, root));
-  const stamp = statSync(at(STAMP), { throwIfNoEntry: false });
-  if (!stamp || !existsSync(at('dist/cli.js'))) return 'missing';
+  if (!existsSync(at('dist/cli.js'))) return 'missing';
   if (!existsSync(at('src'))) return 'fresh';
+  const stamp = statSync(at(STAMP), { throwIfNoEntry: false });
+  if (!stamp) return 'missing';
   const newest = Math.max(...INPUTS.map((p) => newestMtime(at(p))));
   return newest > stamp.mtimeMs ? 'stale' : 'fresh';
 }

@@ -3,42 +3,19 @@
 // and its hash line; an upstream key without apps refuses to start; every subcommand answers
 // --help with exit 0, --version prints the package's version, and every mistake is a short
 // message on stderr with exit 2, never a stack trace.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { tokenHash } from '../../src/auth/tokens.ts';
+import { envWithoutCpgw, waitForOutput } from '../helpers/child-process.ts';
 
 const CLI = ['bin/cpgw.js'];
-const cleanEnv = () => {
-  const env = { ...process.env };
-  for (const k of Object.keys(env)) if (k.startsWith('CPGW_')) delete env[k];
-  return env;
-};
-
+const cleanEnv = () => envWithoutCpgw();
 const cpgw = (...args: string[]) =>
   spawnSync('node', [...CLI, ...args], { env: cleanEnv(), encoding: 'utf8', timeout: 20_000 });
 
 /** A stack trace line, as Node prints one ("    at fn (file:line:col)"). */
 const STACK = /^\s+at .+[:(]/m;
-
-function waitFor(child: ChildProcess, pattern: RegExp, timeoutMs = 20_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(
-      () => reject(new Error(`timed out waiting for ${pattern}; got:\n${out}`)),
-      timeoutMs,
-    );
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      if (pattern.test(out)) {
-        clearTimeout(timer);
-        resolve(out);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-  });
-}
 
 describe('cpgw', () => {
   it('start: demo mode prints a ready curl line, answers it, and exits 0 on SIGTERM', async () => {
@@ -47,7 +24,7 @@ describe('cpgw', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
-      const out = await waitFor(child, /Ctrl-C stops/);
+      const out = await waitForOutput(child, /Ctrl-C stops/);
       expect(out).toContain('DEMO MODE');
       const token = /Demo app token \(shown once\): (\S+)/.exec(out)![1]!;
       const url = /Gateway: (http:\/\/\S+)/.exec(out)![1]!;
@@ -187,7 +164,7 @@ describe('cpgw', () => {
     });
     try {
       const port = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(
-        await waitFor(holder, /listening on \S+:\d+ /),
+        await waitForOutput(holder, /listening on \S+:\d+ /),
       )![1]!;
       const emulator = cpgw('emulator', '--port', port);
       expect(emulator.status).toBe(2);
