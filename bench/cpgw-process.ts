@@ -9,12 +9,14 @@ export interface Child {
   tail(): string;
 }
 
+/** `entry`: the script node runs (bin/cpgw.js; bench/startup.ts also runs bin/run-ts.js src/cli.ts). */
 export function startCpgw(
   args: string[],
   env: Record<string, string>,
   ready: RegExp,
+  entry = 'bin/cpgw.js',
 ): Promise<{ child: Child; match: RegExpExecArray }> {
-  const proc = spawn(process.execPath, ['bin/cpgw.js', ...args], {
+  const proc = spawn(process.execPath, [entry, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,9 +1,15 @@
-// The `cpgw` command: start | emulator | token new | check-config | help.
-// Parses arguments and hands over; no business logic lives here.
-import { parseArgs } from 'node:util';
+// The `cpgw` command: start | emulator | token new | check-config | help | --version.
+// Parses arguments and hands over; no business logic lives here. Every subcommand answers
+// --help (exit 0); every error is one line on stderr (a config error adds its list of problems)
+// with exit 2, never a stack trace.
+import { readFileSync } from 'node:fs';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { newToken, tokenHash } from './auth/tokens.ts';
-import { ConfigError, loadConfig } from './config/load.ts';
+import { loadConfig } from './config/load.ts';
 import { SCOPES } from './config/schema.ts';
+
+const CONFIG_NOTE =
+  'Config files come from --config or CPGW_CONFIG (comma-separated); CPGW_* variables override them.';
 
 const USAGE = `usage: cpgw <command> [options]
 
@@ -13,9 +19,57 @@ commands:
   token new --app NAME [--scopes a,b]
                                   print a fresh app token once, and the config lines holding its hash
   check-config [--config FILE]... validate configuration without starting
-  help                            this text
+  help [COMMAND]                  this text, or a command's
+  --version                       the package version
 
-Config files come from --config or CPGW_CONFIG (comma-separated); CPGW_* variables override them.`;
+${CONFIG_NOTE}`;
+
+const START_USAGE = `usage: cpgw start [--config FILE]...
+
+Run the gateway until SIGTERM/SIGINT (then finish in-flight requests and exit 0).
+Without CPGW_UPSTREAM_API_KEY it runs a demo: the bundled emulator as the upstream and a
+"demo" app whose token is printed once. With a key it refuses to start when no apps are configured.
+${CONFIG_NOTE}`;
+
+const TOKEN_USAGE = `usage: cpgw token new --app NAME [--scopes a,b]
+
+Print a fresh app token (shown only this once) and the config lines holding its SHA-256 hash.
+  --app NAME     lowercase letters, digits, "-" or "_" (starts with a letter)
+  --scopes a,b   default read:companies,read:checks; known: ${SCOPES.join(', ')}`;
+
+const CHECK_CONFIG_USAGE = `usage: cpgw check-config [--config FILE]...
+
+Validate the configuration without starting; every problem is reported at once (exit 2).
+${CONFIG_NOTE}`;
+
+const COMMANDS = ['start', 'emulator', 'token', 'check-config'];
+
+/** A mistake in the command line or the configuration: reported as is, exit 2. */
+class CliError extends Error {}
+
+const HELP = { help: { type: 'boolean', short: 'h' } } as const;
+const CONFIG = { config: { type: 'string', multiple: true } } as const;
+
+/** parseArgs (plus --help/-h), its errors turned into one line that points at the command's --help. */
+function parse<const T extends NonNullable<ParseArgsConfig['options']>>(
+  command: string,
+  args: string[],
+  options: T,
+) {
+  const config = { args, options: { ...HELP, ...options }, strict: true, allowPositionals: false } as const;
+  try {
+    return parseArgs(config).values;
+  } catch (err) {
+    throw new CliError(`${(err as Error).message} (see cpgw ${command} --help)`);
+  }
+}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -24,42 +78,51 @@ async function main(argv: string[]): Promise<number> {
       return start(rest);
     case 'emulator': {
       const { runEmulatorCli } = await import('./emulator/main.ts');
-      await runEmulatorCli(rest);
-      return 0;
+      return runEmulatorCli(rest);
     }
     case 'token':
       return token(rest);
     case 'check-config':
       return checkConfig(rest);
-    case undefined:
     case 'help':
     case '--help':
     case '-h':
-      console.log(USAGE);
-      return command === undefined ? 2 : 0;
-    default:
-      console.error(`cpgw: unknown command "${command}"\n\n${USAGE}`);
+      return help(rest[0]);
+    case 'version':
+    case '--version':
+    case '-v':
+      console.log(version());
+      return 0;
+    case undefined:
+      console.error(USAGE);
       return 2;
+    default:
+      throw new CliError(`unknown command "${command}" (see cpgw --help)`);
   }
 }
 
-function configFiles(args: string[]): string[] {
-  const { values } = parseArgs({
-    args,
-    options: { config: { type: 'string', multiple: true } },
-    strict: true,
-  });
-  return values.config ?? [];
+async function help(command: string | undefined): Promise<number> {
+  const texts: Record<string, string> = {
+    start: START_USAGE,
+    token: TOKEN_USAGE,
+    'check-config': CHECK_CONFIG_USAGE,
+  };
+  if (command === 'emulator') return main(['emulator', '--help']);
+  if (command !== undefined && !texts[command])
+    throw new CliError(`no such command "${command}" (see cpgw --help)`);
+  console.log(command ? texts[command] : USAGE);
+  return 0;
 }
 
 async function start(args: string[]): Promise<number> {
+  const values = parse('start', args, CONFIG);
+  if (values.help) return help('start');
   const { startGateway } = await import('./main.ts');
   let gateway: Awaited<ReturnType<typeof startGateway>>;
   try {
-    gateway = await startGateway({ configFiles: configFiles(args), banner: (text) => console.log(text) });
+    gateway = await startGateway({ configFiles: values.config ?? [], banner: (text) => console.log(text) });
   } catch (err) {
-    console.error(`cpgw: cannot start: ${err instanceof ConfigError ? err.message : (err as Error).message}`);
-    return 2;
+    throw new CliError(`cannot start: ${(err as Error).message}`);
   }
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
@@ -72,27 +135,25 @@ async function start(args: string[]): Promise<number> {
   return 0;
 }
 
-function token(args: string[]): number {
+function token(args: string[]): Promise<number> | number {
   const [sub, ...rest] = args;
+  if (sub === '--help' || sub === '-h') return help('token');
   if (sub !== 'new') {
-    console.error('usage: cpgw token new --app NAME [--scopes read:companies,read:checks]');
-    return 2;
+    throw new CliError(
+      `${sub === undefined ? 'missing subcommand' : `unknown subcommand "${sub}"`}; usage: cpgw token new --app NAME [--scopes a,b]`,
+    );
   }
-  const { values } = parseArgs({
-    args: rest,
-    options: { app: { type: 'string' }, scopes: { type: 'string' } },
-    strict: true,
-  });
+  const values = parse('token new', rest, { app: { type: 'string' }, scopes: { type: 'string' } });
+  if (values.help) return help('token');
   if (!values.app || !/^[a-z][a-z0-9_-]{0,62}$/.test(values.app)) {
-    console.error('cpgw token new: --app NAME is required (lowercase letters, digits, "-" or "_")');
-    return 2;
+    throw new CliError(
+      '--app NAME is required (lowercase letters, digits, "-" or "_", starting with a letter)',
+    );
   }
   const scopes = (values.scopes ?? 'read:companies,read:checks').split(',').map((s) => s.trim());
   const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
-  if (unknown.length) {
-    console.error(`cpgw token new: unknown scope(s) ${unknown.join(', ')}; known: ${SCOPES.join(', ')}`);
-    return 2;
-  }
+  if (unknown.length)
+    throw new CliError(`unknown scope(s) ${unknown.join(', ')}; known: ${SCOPES.join(', ')}`);
   const value = newToken();
   console.log(`token (give it to the app; it is shown only this once):\n  ${value}\n`);
   console.log('config (paste under apps:):');
@@ -102,35 +163,38 @@ function token(args: string[]): number {
   return 0;
 }
 
-function checkConfig(args: string[]): number {
-  try {
-    const { config, upstreamApiKey, sources } = loadConfig({ files: configFiles(args) });
-    console.log(`configuration OK (${sources.length ? sources.join(', ') : 'embedded defaults'})`);
-    console.log(`  apps: ${config.apps.map((a) => a.name).join(', ') || '(none)'}`);
-    console.log(`  store: ${config.store.redisUrl ? 'redis' : 'memory'}`);
-    console.log(
-      `  upstream: ${upstreamApiKey ? `${new URL(config.upstream.url).origin} (key from CPGW_UPSTREAM_API_KEY)` : 'demo mode (bundled emulator)'}`,
-    );
-    if (upstreamApiKey && config.apps.length === 0) {
-      console.error('  problem: an upstream key is set but no apps are configured; start would refuse');
-      return 2;
-    }
-    return 0;
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      return 2;
-    }
-    throw err;
+function checkConfig(args: string[]): Promise<number> | number {
+  const values = parse('check-config', args, CONFIG);
+  if (values.help) return help('check-config');
+  const { config, upstreamApiKey, sources } = loadConfig({ files: values.config ?? [] });
+  console.log(`configuration OK (${sources.length ? sources.join(', ') : 'embedded defaults'})`);
+  console.log(`  apps: ${config.apps.map((a) => a.name).join(', ') || '(none)'}`);
+  console.log(`  store: ${config.store.redisUrl ? 'redis' : 'memory'}`);
+  console.log(
+    `  upstream: ${upstreamApiKey ? `${new URL(config.upstream.url).origin} (key from CPGW_UPSTREAM_API_KEY)` : 'demo mode (bundled emulator)'}`,
+  );
+  if (upstreamApiKey && config.apps.length === 0) {
+    console.error('  problem: an upstream key is set but no apps are configured; start would refuse');
+    return 2;
   }
+  return 0;
 }
 
-main(process.argv.slice(2)).then(
+const argv = process.argv.slice(2);
+main(argv).then(
   (code) => {
     process.exitCode = code;
   },
-  (err) => {
-    console.error(`cpgw: ${(err as Error).stack ?? err}`);
-    process.exitCode = 1;
+  (err: unknown) => {
+    // A usage or config mistake carries its own clear message; anything else (a port in use, an
+    // unreadable file) is named by its message alone: a stack trace helps nobody running cpgw.
+    const command =
+      argv[0] === 'token' && argv[1] === 'new'
+        ? 'cpgw token new'
+        : COMMANDS.includes(argv[0] ?? '')
+          ? `cpgw ${argv[0]}`
+          : 'cpgw';
+    console.error(`${command}: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 2;
   },
 );

@@ -91,6 +91,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   try {
     await server.listen({ host: config.server.host, port: config.server.port });
   } catch (err) {
+    await server.close().catch(() => {}); // its onClose hooks stop the timers buildServer started
     for (const cleanup of cleanups) await cleanup().catch(() => {});
     throw err;
   }

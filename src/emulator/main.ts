@@ -161,18 +161,18 @@ export function parseEmulatorArgs(
   return options;
 }
 
-export async function runEmulatorCli(argv: string[]): Promise<void> {
+/** Runs until SIGINT/SIGTERM; answers the exit code (2: bad options, reported on stderr). */
+export async function runEmulatorCli(argv: string[]): Promise<number> {
   let options: EmulatorOptions | 'help';
   try {
     options = parseEmulatorArgs(argv);
   } catch (error) {
-    console.error(`cpgw emulator: ${(error as Error).message}\n\n${USAGE}`);
-    process.exitCode = 2;
-    return;
+    console.error(`cpgw emulator: ${(error as Error).message} (see cpgw emulator --help)`);
+    return 2;
   }
   if (options === 'help') {
     console.log(USAGE);
-    return;
+    return 0;
   }
   const emulator = await createEmulator(options);
   const { config } = emulator;
@@ -196,4 +196,5 @@ export async function runEmulatorCli(argv: string[]): Promise<void> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+  return 0;
 }
