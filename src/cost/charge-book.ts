@@ -19,7 +19,6 @@ import type {
   ChargeStore,
   CompanyWindows,
   PendingCharge,
-  WindowKind,
   WindowOpening,
 } from '../store/store.ts';
 import type { BudgetDenial, BudgetGuard } from './budget-guard.ts';
@@ -40,19 +39,11 @@ export interface ChargeBookOptions {
   onError?: (err: unknown, what: string) => void;
 }
 
-export interface ChargeRequest {
-  key: string;
-  requestId: string;
-  app: string;
-  operation: string;
-  kind: string;
-  inn: string;
-  estimateMinor: number;
-  method: 'GET' | 'POST';
-  target: string;
-  body: string | null;
-  opens: WindowKind | null;
-}
+/** What the caller knows of a charged call; the book adds the time, counters and lease. */
+export type ChargeRequest = Omit<
+  PendingCharge,
+  'at' | 'counters' | 'counterTtlMs' | 'owner' | 'leaseUntil' | 'reconcileAttempts' | 'replayKey'
+>;
 
 /** A charge opened by this replica, while its call runs. */
 export interface OpenCharge {
