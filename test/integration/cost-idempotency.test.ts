@@ -93,4 +93,20 @@ describe('idempotency keys', () => {
       await slow.close();
     }
   });
+
+  it('a no-cache re-read after the window closed is a new paid call, never a replay of the older one', async () => {
+    // With keys derived from a 15-minute bucket, this read carried the first call's key: the
+    // upstream replayed the old answer, charged 0 and opened no window.
+    const [inn] = knownInns(1, 450);
+    const first = await h.call('alpha', `/v1/companies/${inn}`);
+    expect(first.headers.get('x-charged-minor')).toBe('9900');
+    h.advance(16 * 60_000);
+    const again = await h.call('alpha', `/v1/companies/${inn}`, { headers: { 'cache-control': 'no-cache' } });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('x-charged-minor')).toBe('9900');
+    expect(Date.parse(again.headers.get('x-window-expires')!)).toBeGreaterThan(h.gateway.clock.now());
+    const charges = await chargesFor(inn!);
+    expect(charges).toHaveLength(2);
+    expect(charges[0]!.idempotency_key).not.toBe(charges[1]!.idempotency_key);
+  });
 });
