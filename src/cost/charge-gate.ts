@@ -46,12 +46,21 @@ export class ChargeGate {
   /**
    * Resolves when the call may go: free (an open window covers it) or charged (this caller
    * now holds the company's lock and must call release() once the window is recorded).
+   * `known`: the windows the caller has just read (the first look then costs no store read).
    */
-  async enter(inn: string, need: WindowKind, deadline: number, signal?: AbortSignal): Promise<GateResult> {
+  async enter(
+    inn: string,
+    need: WindowKind,
+    deadline: number,
+    signal?: AbortSignal,
+    known?: CompanyWindows,
+  ): Promise<GateResult> {
     const { store, windows, clock } = this.options;
     const owner = randomUUID();
+    let fresh = known;
     for (;;) {
-      const current = await windows.get(inn);
+      const current = fresh ?? (await windows.get(inn));
+      fresh = undefined;
       if (windows.covers(current, need)) return { charged: false, windows: current };
       const blockedByDossier = need === 'requisites' && (await store.get(lockKey(inn, 'dossier'))) !== null;
       const leaseMs = this.options.leaseMs ?? 10_000;

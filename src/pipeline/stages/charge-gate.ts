@@ -11,7 +11,8 @@ export const chargeGate: StageFactory = (deps) => async (ctx, next) => {
   if (ctx.shape === null || need === null || ctx.app === null) return next();
   let gate: Awaited<ReturnType<typeof deps.gate.enter>>;
   try {
-    gate = await deps.gate.enter(ctx.shape.inn, need, ctx.deadline, ctx.signal);
+    // The cache stage has just read the windows: the gate's first look reuses them.
+    gate = await deps.gate.enter(ctx.shape.inn, need, ctx.deadline, ctx.signal, ctx.windows);
   } catch (err) {
     if (err instanceof ChargeWaitTimeout)
       return upstreamUnavailable('charge_in_flight', { inn: ctx.shape.inn });
