@@ -41,6 +41,12 @@ export type ReconcileOutcome = 'recorded' | 'released' | 'retry_later' | 'kept_u
 const LOCK = 'reconciler';
 /** Answers that say "try again later" rather than "nothing was charged". */
 const TRANSIENT = new Set([409, 429, 500, 502, 504]);
+/**
+ * Answers that say nothing about the key's charge whatever headers they carry: 409 (the original
+ * call is still executing upstream and may yet charge) and 429 (the replay was not run). The
+ * emulator sends `X-Charged-Minor: 0` on every answer of a charged route, errors included.
+ */
+const NEVER_PROOF = new Set([409, 429]);
 
 export class Reconciler {
   private readonly stop = new AbortController();
@@ -133,7 +139,10 @@ export class Reconciler {
       });
       return 'recorded';
     }
-    if (TRANSIENT.has(res.status) && res.headers['x-charged-minor'] === undefined) {
+    if (
+      NEVER_PROOF.has(res.status) ||
+      (TRANSIENT.has(res.status) && res.headers['x-charged-minor'] === undefined)
+    ) {
       // 409 still executing, 429, a register or the upstream failing: ask again later. (502
       // source_unavailable without X-Charged-Minor on a read is taken as not yet known.)
       return this.later(p);
