@@ -78,6 +78,18 @@ export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): v
     };
   });
 
+  app.post('/admin/prices/refresh', async (request) => {
+    requireAdmin(request, deps);
+    // Reads the upstream's GET /v1/me now (it is also re-read every cost.pricesRefreshSeconds).
+    await deps.prices.refresh();
+    const { me, refreshedAt } = deps.prices.snapshot();
+    return {
+      refreshed_at: refreshedAt ? new Date(refreshedAt).toISOString() : null,
+      prices: me?.prices ?? null,
+      wallet_known: me?.wallet != null,
+    };
+  });
+
   app.post('/admin/reconcile', async (request) => {
     requireAdmin(request, deps);
     // One reconciler round now (it also runs every cost.reconcileIntervalMs on every replica).

@@ -174,6 +174,18 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   };
 
   const gateway = await addGateway();
+  // null-prices mode, for tests written for known prices: the gateway starts while the upstream
+  // says prices: null (its first read sees null), then the prices become known and the gateway
+  // reads them again. Tests of unknown prices themselves set their own emulator options.
+  const nullFor = mode.name === 'null-prices' && options.emulator?.nullPricesSeconds === undefined;
+  if (nullFor) {
+    emulator.advanceClock((EMULATOR_TEST_MODES['null-prices'].nullPricesSeconds + 1) * 1000);
+    gateway.clock.advance((EMULATOR_TEST_MODES['null-prices'].nullPricesSeconds + 1) * 1000);
+    await fetch(`${gateway.url}/admin/prices/refresh`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}` },
+    });
+  }
   const harness: Harness = {
     emulator,
     mode: mode.name,
