@@ -1,14 +1,16 @@
 // Benchmark: what a cache HIT costs. Throughput (req/s at a fixed number of requests in
 // flight) and p50/p99 latency of the gateway answering from its cache, for a ~100 KB dossier
-// (identity, and brotli passed through as stored) and a bank record, with the memory store and
-// with the Redis store, beside the upstream emulator answering the same requests directly in
-// the same run. Emulators and gateways are their own processes (`cpgw emulator`, `cpgw start`),
+// (identity, gzip and brotli as stored) and a bank record, with the memory store and with the
+// Redis store, beside nginx proxy_cache in front of the emulator (bench/nginx-cache.ts, when
+// nginx is installed) and the upstream emulator answering the same requests directly, in the
+// same run. The load comes from wrk (bench/wrk-load.ts; one thread) when it is installed, else
+// from this process (undici); with wrk each cell is first checked by requests from this process. Emulators and gateways are their own processes (`cpgw emulator`, `cpgw start`),
 // as in production; this process is only the client (undici). The direct reads go to a twin
 // emulator (same code, data and seed) whose key limit never refuses them; the gateways' own
 // upstream keeps the spec's 60/min (or --upstream-key-limit), which the gateways follow.
 // Every gateway answer must be 200 with X-Cache: HIT (and the expected Content-Encoding);
 // anything else is counted as an error. Prints a table and writes bench/results/cache-hits.json.
-//   node bin/run-ts.js bench/cache-hits.ts [--seconds 1] [--rounds 4] [--concurrency 16,64] [--upstream-key-limit 60]
+//   node bin/run-ts.js bench/cache-hits.ts [--seconds 1] [--rounds 4] [--concurrency 16,64] [--upstream-key-limit 60] [--no-wrk]
 // Redis: REDIS_URL, else redis://127.0.0.1:6379; a unique key prefix, and only the keys under
 // it are deleted at the end.
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix.
@@ -22,6 +24,8 @@ import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { type NginxCache, startNginxCache } from './nginx-cache.ts';
+import { runWrk, wrkAvailable } from './wrk-load.ts';
 
 const argValue = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
@@ -36,10 +40,11 @@ const PREFIX = `cpgw-bench-${randomBytes(4).toString('hex')}:`;
 const UPSTREAM_KEY = 'bench-upstream-key';
 /** The upstream's per-minute key limit the gateways see (the spec's 60 unless told). */
 const UPSTREAM_KEY_LIMIT = Number(argValue('--upstream-key-limit') ?? 60);
+const USE_WRK = !process.argv.includes('--no-wrk') && wrkAvailable();
 const INN = '7707083893';
 const BIC = '044525225';
 
-type ServerName = 'emulator (direct)' | 'gateway, memory' | 'gateway, redis';
+type ServerName = 'emulator (direct)' | 'nginx proxy_cache' | 'gateway, memory' | 'gateway, redis';
 
 interface Target {
   name: string;
@@ -56,6 +61,12 @@ const TARGETS: Target[] = [
     acceptEncoding: 'identity',
     gatewayEncoding: null,
   },
+  {
+    name: 'dossier, gzip',
+    path: `/v1/companies/${INN}`,
+    acceptEncoding: 'gzip',
+    gatewayEncoding: 'gzip',
+  },
   { name: 'dossier, br', path: `/v1/companies/${INN}`, acceptEncoding: 'br', gatewayEncoding: 'br' },
   { name: 'bank record', path: `/v1/banks/${BIC}`, acceptEncoding: 'identity', gatewayEncoding: null },
 ];
@@ -64,7 +75,8 @@ interface Server {
   name: ServerName;
   url: string;
   token: string;
-  child: Child;
+  /** The process answering (CPU accounting). */
+  pid(): number | undefined;
 }
 
 /** CPU ms (user + system) a process has used so far, from /proc (Linux); null elsewhere. */
@@ -110,6 +122,8 @@ interface Cell extends Round {
   target: string;
   server: ServerName;
   concurrency: number;
+  /** req/s over nginx proxy_cache's for the same target and concurrency in this run (null without nginx). */
+  vs_nginx: number | null;
   /** Requests and errors over all rounds; every other figure is its median over the rounds. */
   rounds: Array<Pick<Round, 'req_per_s' | 'p50_ms' | 'p99_ms' | 'client_cores'>>;
 }
@@ -124,6 +138,12 @@ function verdict(server: Server, target: Target, status: number, headers: Record
   if (server.name === 'emulator (direct)') {
     const charged = headers['x-charged-minor'];
     return charged === undefined || charged === '0' ? { ok: true } : { ok: false, why: `charged ${charged}` };
+  }
+  if (server.name === 'nginx proxy_cache') {
+    if (headers['x-cache'] !== 'HIT') return { ok: false, why: `x-cache ${String(headers['x-cache'])}` };
+    return encoding === target.gatewayEncoding
+      ? { ok: true }
+      : { ok: false, why: `content-encoding ${encoding}` };
   }
   if (headers['x-cache'] !== 'HIT') return { ok: false, why: `x-cache ${String(headers['x-cache'])}` };
   if (encoding !== target.gatewayEncoding) return { ok: false, why: `content-encoding ${encoding}` };
@@ -176,8 +196,9 @@ async function measure(
 ): Promise<Round> {
   const pool = new Pool(server.url, { connections: concurrency, pipelining: 1 });
   try {
+    if (USE_WRK) return await measureWrk(pool, server, target, concurrency, redis);
     await load(pool, server, target, concurrency, WARMUP_SECONDS, false);
-    const pid = server.child.process.pid;
+    const pid = server.pid();
     const withRedis = server.name === 'gateway, redis';
     const cpu0 = cpuMsOf(pid);
     const redis0 = withRedis ? await redisCpuMs(redis) : null;
@@ -204,6 +225,51 @@ async function measure(
   }
 }
 
+/** One cell with wrk: a few requests from here check the answers (status, X-Cache, coding), then wrk loads. */
+async function measureWrk(
+  pool: Pool,
+  server: Server,
+  target: Target,
+  concurrency: number,
+  redis: Redis | null,
+): Promise<Round> {
+  const errors: Record<string, number> = {};
+  const headers = { authorization: `Bearer ${server.token}`, 'accept-encoding': target.acceptEncoding };
+  for (let i = 0; i < 3; i++) {
+    let check: Check;
+    try {
+      const res = await pool.request({ method: 'GET', path: target.path, headers });
+      await res.body.arrayBuffer();
+      check = verdict(server, target, res.statusCode, res.headers);
+    } catch (err) {
+      check = { ok: false, why: `${server.name}: ${(err as Error).message}` };
+      console.error(check.why);
+    }
+    if (!check.ok && i > 0) errors[check.why!] = (errors[check.why!] ?? 0) + 1; // the first may be nginx's MISS
+  }
+  const pid = server.pid();
+  const withRedis = server.name === 'gateway, redis';
+  const cpu0 = cpuMsOf(pid);
+  const redis0 = withRedis ? await redisCpuMs(redis) : null;
+  const run = await runWrk(`${server.url}${target.path}`, headers, concurrency, SECONDS);
+  const cpu1 = cpuMsOf(pid);
+  const redis1 = withRedis ? await redisCpuMs(redis) : null;
+  if (run.non2xx) errors['non-2xx (wrk)'] = run.non2xx;
+  if (run.socket_errors) errors['socket errors (wrk)'] = run.socket_errors;
+  const n = run.requests;
+  return {
+    requests: n,
+    errors,
+    req_per_s: run.req_per_s,
+    p50_ms: round(run.p50_ms),
+    p99_ms: round(run.p99_ms),
+    body_bytes: Math.round(run.body_bytes_per_s / Math.max(1, run.req_per_s)),
+    server_cpu_ms_per_req: cpu0 !== null && cpu1 !== null && n ? round((cpu1 - cpu0) / n, 4) : null,
+    redis_cpu_ms_per_req: redis0 !== null && redis1 !== null && n ? round((redis1 - redis0) / n, 4) : null,
+    client_cores: Number.NaN,
+  };
+}
+
 /** The median of some numbers (the lower middle one for an even count: never flattering). */
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -224,6 +290,7 @@ function cellOf(target: Target, server: ServerName, concurrency: number, rounds:
     target: target.name,
     server,
     concurrency,
+    vs_nginx: null,
     requests: rounds.reduce((sum, r) => sum + r.requests, 0),
     errors,
     req_per_s: median(rounds.map((r) => r.req_per_s)),
@@ -246,7 +313,7 @@ const errorCount = (c: Pick<Round, 'errors'>) => Object.values(c.errors).reduce(
 
 /** One line of the printed table: two text columns, then right-aligned figures. */
 function row(columns: Array<string | number>): string {
-  const widths = [18, 18, 4, 7, 24, 7, 7, 6, 7, 15, 6];
+  const widths = [18, 18, 4, 7, 24, 7, 7, 6, 7, 15, 6, 8];
   return columns
     .map((c, i) => (i < 2 ? String(c).padEnd(widths[i]!) : String(c).padStart(widths[i] ?? 8)))
     .join(' ');
@@ -331,6 +398,7 @@ const LOAD_AT_START = round(loadavg()[0] ?? 0, 2);
 const redis = await connectRedis();
 const dir = await mkdtemp(join(tmpdir(), 'cpgw-bench-'));
 const children: Child[] = [];
+let nginx: NginxCache | null = null;
 const cells: Cell[] = [];
 const warmup: Record<string, unknown> = {};
 let cleanup: { deleted: number; left: number } | null = null;
@@ -377,7 +445,12 @@ try {
   const servers: Server[] = [];
   const memory = await startCpgw(['start'], gatewayEnv, listening);
   children.push(memory.child);
-  servers.push({ name: 'gateway, memory', url: memory.match[1]!, token, child: memory.child });
+  servers.push({
+    name: 'gateway, memory',
+    url: memory.match[1]!,
+    token,
+    pid: () => memory.child.process.pid,
+  });
   if (redis) {
     const shared = await startCpgw(
       ['start'],
@@ -385,7 +458,12 @@ try {
       listening,
     );
     children.push(shared.child);
-    servers.push({ name: 'gateway, redis', url: shared.match[1]!, token, child: shared.child });
+    servers.push({
+      name: 'gateway, redis',
+      url: shared.match[1]!,
+      token,
+      pid: () => shared.child.process.pid,
+    });
   }
   // Warm each gateway's cache: one miss per cached answer (the dossier's first read pays and
   // opens the account's window, so the direct dossier reads below are free), then one HIT.
@@ -395,17 +473,32 @@ try {
       const hit = await once(server, path);
       warmup[`${server.name} ${path}`] = { miss, hit };
       if (miss.status !== 200 || miss.xCache !== 'MISS' || hit.xCache !== 'HIT')
-        throw new Error(
-          `warm-up of ${path} on ${server.name}: ${JSON.stringify({ miss, hit })}\n${server.child.tail()}`,
-        );
+        throw new Error(`warm-up of ${path} on ${server.name}: ${JSON.stringify({ miss, hit })}`);
     }
   }
   const direct: Server = {
     name: 'emulator (direct)',
     url: twin.match[0],
     token: UPSTREAM_KEY,
-    child: twin.child,
+    pid: () => twin.child.process.pid,
   };
+  // nginx proxy_cache in front of the twin (it sends the upstream key itself; the app token it
+  // receives is ignored). Its first read per coding is a MISS that pays nothing (window open).
+  nginx = await startNginxCache(join(dir, 'nginx'), twin.match[0], UPSTREAM_KEY);
+  if (nginx) {
+    const n = nginx;
+    servers.unshift({ name: 'nginx proxy_cache', url: n.url, token, pid: () => n.workerPid() });
+    for (const target of TARGETS) {
+      const pool = new Pool(n.url, { connections: 1 });
+      const res = await pool.request({
+        method: 'GET',
+        path: target.path,
+        headers: { 'accept-encoding': target.acceptEncoding },
+      });
+      await res.body.arrayBuffer();
+      await pool.close();
+    }
+  }
   const opening = await once(direct, `/v1/companies/${INN}`); // pays once and opens the twin's window
   const directCheck = await once(direct, `/v1/companies/${INN}`);
   warmup['emulator (direct)'] = { opening, check: directCheck };
@@ -428,6 +521,7 @@ try {
       'body B',
       'CPU ms/req',
       'client',
+      'vs nginx',
     ]),
   );
   // One unrecorded pass over every server and target first (JIT, heap sizing, connections).
@@ -456,6 +550,10 @@ try {
         concurrency,
         rounds.get(keyOf(target, concurrency, server.name))!,
       );
+      const nginxCell = cells.find(
+        (c) => c.server === 'nginx proxy_cache' && c.target === cell.target && c.concurrency === concurrency,
+      );
+      if (nginxCell) cell.vs_nginx = round(cell.req_per_s / nginxCell.req_per_s, 2);
       cells.push(cell);
       const cpu =
         cell.server_cpu_ms_per_req === null
@@ -473,13 +571,15 @@ try {
           errorCount(cell),
           cell.body_bytes,
           cpu,
-          cell.client_cores.toFixed(2),
+          Number.isNaN(cell.client_cores) ? 'wrk' : cell.client_cores.toFixed(2),
+          cell.vs_nginx === null ? '' : `${cell.vs_nginx}x`,
         ]),
       );
       if (errorCount(cell)) console.log(`    errors: ${JSON.stringify(cell.errors)}`);
     }
   }
 } finally {
+  await nginx?.stop();
   for (const child of children.reverse()) await stopCpgw(child);
   await rm(dir, { recursive: true, force: true });
   if (redis) {

@@ -18,8 +18,12 @@ import type { RequestDirectives } from './cache-control.ts';
 import { type CacheEntry, decodeEntry, encodeEntry, selectHeaders } from './cache-entry.ts';
 import { type CachePolicy, cachePolicy, innTag, routeTag, storableKind } from './cache-keys.ts';
 import { CacheCounters, type CacheStats } from './cache-stats.ts';
-import { acceptsCoding, compressBody, decompressBody } from './content-coding.ts';
+import { gzipOf, identityOf } from './coding-variants.ts';
+import { acceptsCoding, compressBody } from './content-coding.ts';
 import { decide, type FetchReason, usableOnError } from './freshness.ts';
+
+/** gzip level of the copy kept for gzip-only clients of a brotli entry (made once per entry). */
+const GZIP_VARIANT_LEVEL = 6;
 
 export interface CacheRequest {
   route: RouteName;
@@ -208,7 +212,14 @@ export class ResponseCache {
       headers['content-encoding'] = entry.encoding;
       return { status: entry.status, headers, body: entry.body };
     }
-    return { status: entry.status, headers, body: decompressBody(entry.body, entry.encoding) };
+    if (entry.encoding !== 'gzip' && acceptsCoding(acceptEncoding, 'gzip')) {
+      const packed = gzipOf(entry.body, entry.encoding, entry.storedAt, GZIP_VARIANT_LEVEL);
+      if (packed) {
+        headers['content-encoding'] = 'gzip';
+        return { status: entry.status, headers, body: packed };
+      }
+    }
+    return { status: entry.status, headers, body: identityOf(entry.body, entry.encoding, entry.storedAt) };
   }
 
   /** Deletes every entry about one INN (dossier, sections, requisites, person, negative, checks). */

@@ -18,6 +18,7 @@ import { type Clock, type Random, systemRandom } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
 import { ClassBook, type Headroom } from './class-book.ts';
 import { FairShare } from './fair-share.ts';
+import { HeadroomMemo } from './headroom-memo.ts';
 import type { AcquireRequest, RateGovernorOptions } from './governor-options.ts';
 import { type GovernorState, readGovernorState } from './governor-state.ts';
 import { type LimitClassName, limitClassesWith, routeClasses } from './limit-classes.ts';
@@ -73,6 +74,8 @@ export class RateGovernor {
   private readonly fair: FairShare;
   private readonly follower: UpstreamFollower;
   private keyInFlight = 0;
+  /** X-RateLimit-* per app and route, kept 200 ms unless something changes here. */
+  private readonly headroomMemo = new HeadroomMemo(200);
   private seq = 0;
   private closed = false;
 
@@ -240,7 +243,9 @@ export class RateGovernor {
     headers: Record<string, string | undefined>,
     errorCode?: string,
   ): Promise<void> {
+    this.headroomMemo.changed();
     await this.follower.observe(route, status, headers, errorCode);
+    this.headroomMemo.changed();
   }
 
   /** What the app may still use now, per class (for X-RateLimit-* on the gateway's answers). */
@@ -253,7 +258,9 @@ export class RateGovernor {
     app: string,
     route: RouteName,
   ): Promise<(Headroom & { limitClass: LimitClassName }) | null> {
-    return this.book.headroomFor(app, routeClasses(route));
+    return this.headroomMemo.get(`${app}\u0000${route}`, this.clock.now(), () =>
+      this.book.headroomFor(app, routeClasses(route)),
+    );
   }
 
   /** Every class's state and queues, and every app's waits (GET /admin/limits). */
@@ -394,6 +401,7 @@ export class RateGovernor {
   }
 
   private grant(w: Waiter): Permit {
+    this.headroomMemo.changed();
     const now = this.clock.now();
     const waitedMs = Math.max(0, now - w.enqueuedAt);
     const specs = w.specs ?? this.book.specsFor(w);
@@ -405,6 +413,7 @@ export class RateGovernor {
     return permit(waitedMs, w.classes, async (sentUpstream) => {
       if (spendsKey) this.keyInFlight--;
       if (sentUpstream) return;
+      this.headroomMemo.changed();
       for (const name of names) this.book.ownSlots.get(name)?.delete(w.id);
       await this.slots.returnSlots(names, w.id);
       for (const line of this.lines.values())
@@ -413,6 +422,7 @@ export class RateGovernor {
   }
 
   private async giveBack(w: Waiter): Promise<void> {
+    this.headroomMemo.changed();
     await this.slots.returnSlots(this.namesOf(w), w.id);
   }
 
@@ -461,6 +471,7 @@ export class RateGovernor {
 
   private finish(w: Waiter, result: Permit | Denial): void {
     if (w.done) return;
+    this.headroomMemo.changed();
     w.done = true;
     w.line.queue.remove(w);
     w.detach?.();
