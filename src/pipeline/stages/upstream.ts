@@ -4,12 +4,14 @@
 // retry only within what is left of the deadline. A first attempt the queue cannot start in
 // time is 429 rate_limited (a value) and never reaches the upstream; time spent queued does not
 // eat into the upstream timeout. Transport failures are thrown as UpstreamFailure for the retry
-// stage; a caller gone while queued is thrown as ClientGone.
+// stage; a caller gone while queued is thrown as ClientGone. A POST /v1/check spends the `check`
+// class only when it can start a cold check (cold-checks.ts).
 import { QueueRefusal } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
 import type { Answer } from '../outcome.ts';
 import { rateLimited } from '../refusals.ts';
 import type { Stage, StageFactory } from '../stage.ts';
+import { knownNotCold, learnFromAnswer, unspentBy } from './cold-checks.ts';
 
 export class ClientGone extends Error {
   constructor() {
@@ -30,6 +32,8 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
   const deadline = ctx.callDeadline ?? ctx.deadline;
   const remaining = Math.max(0, deadline - now);
   try {
+    // Not knowing (the store unreachable) spends the class: the safe side.
+    const skip = await knownNotCold(ctx, deps).catch(() => []);
     const res = await deps.upstream.request({
       app: ctx.app?.name ?? '_public',
       route: ctx.route.name,
@@ -48,7 +52,12 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
       // An upper bound; a retry may overrun the deadline by at most its own queue wait.
       timeoutMs: Math.min(ctx.timeoutMs, attempt === 0 ? ctx.timeoutMs : remaining),
       signal: survivesClient(ctx) ? undefined : ctx.signal,
+      skip,
+      unspent: (r) => unspentBy(ctx.route.name, r),
     });
+    await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
+      deps.logger.warn({ err: error, requestId: ctx.requestId }, 'could not remember a check answer'),
+    );
     ctx.queuedMs = (ctx.queuedMs ?? 0) + res.queuedMs;
     ctx.upstreamMs = (ctx.upstreamMs ?? 0) + res.durationMs;
     ctx.upstreamAttempts = attempt + 1;
