@@ -117,14 +117,13 @@ export function routeTag(route: RouteName): string {
 }
 
 /**
- * Search and suggest text as one key: Unicode NFC, surrounding space trimmed, inner runs of
- * white space made one space. Case is kept: the upstream echoes `query` in the search answer,
- * and the spec does not promise case-insensitive matching.
+ * Search and suggest text as one key: exactly as sent. The upstream echoes `query` as sent
+ * (`q=Газпром%20%20` answers `"query":"Газпром  "`), so no trimming, no collapsing of spaces, no
+ * Unicode normalization and no case folding: two texts the upstream may answer differently never
+ * share an entry (docs/upstream-gaps.md). Empty text has no key.
  */
 export function normalizeQueryText(q: string | undefined): string | undefined {
-  if (q === undefined) return undefined;
-  const text = q.normalize('NFC').trim().replace(/\s+/gu, ' ');
-  return text.length > 0 ? text : undefined;
+  return q === undefined || q.length === 0 ? undefined : q;
 }
 
 /** A query value as a key segment: percent-encoded (no `:` inside), or its hash when long. */
@@ -136,7 +135,7 @@ function queryText(text: string): string {
 
 function stringParam(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
-  if (Array.isArray(value) && typeof value[0] === 'string') return value[0];
+  if (Array.isArray(value) && typeof value.at(-1) === 'string') return value.at(-1) as string;
   return undefined;
 }
 

@@ -158,3 +158,17 @@ export function checkCheckBody(body: unknown): { value?: CheckBody; problems: Fi
     problems,
   };
 }
+
+/**
+ * Query parameters as the upstream reads them: a repeated name (`q=abc&q=Сбер`, `page=1&page=2`)
+ * takes its LAST value. Validation, cache keys and the forwarded query (sent as received) then
+ * agree with the upstream.
+ */
+export function lastQueryValues(query: unknown): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries((query ?? {}) as Record<string, unknown>)) {
+    const last = Array.isArray(value) ? value.at(-1) : value;
+    out[name] = typeof last === 'string' ? last : last === undefined ? undefined : String(last);
+  }
+  return out;
+}

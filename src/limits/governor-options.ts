@@ -53,4 +53,9 @@ export interface AcquireRequest {
   maxWaitMs?: number;
   /** The client went away: the request leaves the queue. */
   signal?: AbortSignal;
+  /**
+   * Classes of the route this call is known not to spend upstream (a check known not to be
+   * cold skips `check`); it then waits only for the others. Never `key` for a key-spending call.
+   */
+  skip?: LimitClassName[];
 }

@@ -42,7 +42,9 @@ export const DEFAULT_LIMIT_CLASSES: Readonly<Record<LimitClassName, LimitClassCo
   key: { name: 'key', limit: 60, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 5 },
   search: { name: 'search', limit: 20, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 1 },
   suggest: { name: 'suggest', limit: 120, windowMs: MINUTE_MS, maxWaitMs: 2_000, burst: 10 },
-  check: { name: 'check', limit: 2, windowMs: MINUTE_MS, maxWaitMs: 30_000, burst: 1 },
+  // Both cold checks of a minute may start together (pacing off), and a queued check waits at
+  // most 15 s so that the wait plus the upstream's own 10 s fit the client's advised 30 s.
+  check: { name: 'check', limit: 2, windowMs: MINUTE_MS, maxWaitMs: 15_000, burst: 2 },
 };
 
 /** The defaults with any overrides applied; every class is always present. */
@@ -74,8 +76,9 @@ export function limitClassesWith(
  * Classes a route spends, the binding one first (it names the queue, the default deadline and
  * the class reported in X-RateLimit-* for the app).
  *
- * Every POST /v1/check is treated as cold: whether the upstream answers from a warm register is
- * known only after the call, so the gateway spends a `check` slot on each one (safe side).
+ * POST /v1/check lists `check` (the cold fresh checks): the caller skips it for a call it knows
+ * cannot start a cold check (AcquireRequest.skip) and refunds it when the answer shows none was
+ * started (Permit.refund); see docs/rate-limits.md "Cold checks".
  * `openapi`: the spec states no limit, so it spends nothing. Suggest does not spend the key.
  */
 export function routeClasses(route: RouteName): LimitClassName[] {

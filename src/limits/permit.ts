@@ -12,6 +12,12 @@ export interface Permit {
   classes: LimitClassName[];
   /** true: the call reached the upstream (the slot stays spent); false: give the slots back. */
   release(sentUpstream: boolean): Promise<void>;
+  /**
+   * Gives back the slots of these classes only (with their pacing, cap and share), keeping the
+   * others spent: the answer showed the upstream did not count the call in them (a check that
+   * was not cold). Once per class; after release(false) it does nothing.
+   */
+  refund(classes: LimitClassName[]): Promise<void>;
 }
 
 export interface Denial {
@@ -27,13 +33,19 @@ export function denial(limit: LimitClassName, retryAfterMs: number, reason: Deni
   return { ok: false, limit, retryAfterMs: Math.max(0, Math.ceil(retryAfterMs)), reason };
 }
 
-/** A permit whose release runs `onRelease` once, whatever the caller does. */
+/**
+ * A permit whose release runs `onRelease` once, whatever the caller does; `onRefund` gets each
+ * class at most once, and nothing after the slots were all given back.
+ */
 export function permit(
   waitedMs: number,
   classes: LimitClassName[],
   onRelease: (sentUpstream: boolean) => Promise<void>,
+  onRefund: (classes: LimitClassName[]) => Promise<void> = async () => {},
 ): Permit {
   let released = false;
+  let returnedAll = false;
+  const refunded = new Set<LimitClassName>();
   return {
     ok: true,
     waitedMs,
@@ -41,7 +53,15 @@ export function permit(
     release: async (sentUpstream: boolean) => {
       if (released) return;
       released = true;
+      if (!sentUpstream) returnedAll = true;
       await onRelease(sentUpstream);
+    },
+    refund: async (names: LimitClassName[]) => {
+      if (returnedAll) return;
+      const fresh = names.filter((c) => classes.includes(c) && !refunded.has(c));
+      if (fresh.length === 0) return;
+      for (const c of fresh) refunded.add(c);
+      await onRefund(fresh);
     },
   };
 }

@@ -144,8 +144,8 @@ export class RateGovernor {
   }
 
   /** How long a call of this route may wait in the queue: `requested`, else its class default. */
-  maxWaitFor(route: RouteName, requested?: number): number {
-    const primary = routeClasses(route)[0];
+  maxWaitFor(route: RouteName, requested?: number, skip: readonly LimitClassName[] = []): number {
+    const primary = routeClasses(route).filter((c) => !skip.includes(c))[0];
     if (!primary) return 0;
     return Math.max(0, requested ?? this.book.classes[primary].maxWaitMs);
   }
@@ -157,7 +157,8 @@ export class RateGovernor {
 
   /** Waits for a start within the deadline, or says at once why it cannot have one. */
   async acquire(request: AcquireRequest): Promise<Permit | Denial> {
-    const classes = routeClasses(request.route);
+    const skip = request.skip ?? [];
+    const classes = routeClasses(request.route).filter((c) => !skip.includes(c));
     const start = this.clock.now();
     const primary = classes[0];
     if (!primary) return permit(0, classes, async () => {});
@@ -175,7 +176,7 @@ export class RateGovernor {
       app: request.app,
       id: `${this.instance}:${++this.seq}`,
       classes,
-      deadline: start + this.maxWaitFor(request.route, request.maxWaitMs),
+      deadline: start + this.maxWaitFor(request.route, request.maxWaitMs, skip),
       enqueuedAt: start,
       line,
       resolve,
@@ -410,15 +411,29 @@ export class RateGovernor {
     const spendsKey = w.classes.includes('key');
     if (spendsKey) this.keyInFlight++;
     this.stats.granted(w.app, waitedMs);
-    return permit(waitedMs, w.classes, async (sentUpstream) => {
-      if (spendsKey) this.keyInFlight--;
-      if (sentUpstream) return;
+    const giveBack = async (back: string[], classes: LimitClassName[]) => {
       this.headroomMemo.changed();
-      for (const name of names) this.book.ownSlots.get(name)?.delete(w.id);
-      await this.slots.returnSlots(names, w.id);
+      for (const name of back) this.book.ownSlots.get(name)?.delete(w.id);
+      await this.slots.returnSlots(back, w.id);
       for (const line of this.lines.values())
-        if (line.queue.classes.some((c) => w.classes.includes(c))) line.wake.abort();
-    });
+        if (line.queue.classes.some((c) => classes.includes(c))) line.wake.abort();
+    };
+    return permit(
+      waitedMs,
+      w.classes,
+      async (sentUpstream) => {
+        if (spendsKey) this.keyInFlight--;
+        if (!sentUpstream) await giveBack(names, w.classes);
+      },
+      // Only a class's own logs (itself, its pacing, the app's cap and share); never the key's
+      // upstream-minute cap, which the call did spend.
+      async (classes) => {
+        const back = specs
+          .filter((s) => s.cls.kind !== 'minute' && classes.includes(s.cls.cls))
+          .map((s) => s.name);
+        await giveBack(back, classes);
+      },
+    );
   }
 
   private async giveBack(w: Waiter): Promise<void> {

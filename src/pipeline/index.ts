@@ -19,6 +19,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { NO_DIRECTIVES } from '../cache/index.ts';
 import { checks } from '../checks/check-stage.ts';
+import { lastQueryValues } from '../domain/requests.ts';
 import type { IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { RequestContext } from './context.ts';
 import type { PipelineDeps } from './deps.ts';
@@ -63,7 +64,7 @@ export function makePipeline(deps: PipelineDeps) {
       const idem = request.headers['idempotency-key'];
       const call: IncomingCall = {
         params: request.params as Record<string, string>,
-        query: request.query as Record<string, string | undefined>,
+        query: lastQueryValues(request.query),
         body: route.method === 'POST' ? parseJsonBody(rawBody) : undefined,
         idempotencyKey: Array.isArray(idem) ? idem[0] : idem,
       };

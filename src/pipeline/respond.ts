@@ -1,7 +1,7 @@
 // Writes the outcome to the app. An answer goes out unchanged (status, body, Retry-After, the
-// upstream's headers), the upstream's X-Request-Id moved to X-Upstream-Request-Id, plus the
-// gateway's headers: X-Charged-Minor (what THIS call cost), X-Cost-Estimate-Minor,
-// X-Window-Expires and X-Cache. A refusal goes out as the upstream's error envelope. X-RateLimit-*
+// upstream's headers), the upstream's X-Request-Id moved to X-Upstream-Request-Id (an error
+// envelope's meta.request_id becomes this answer's X-Request-Id), plus the gateway's headers:
+// X-Charged-Minor (what THIS call cost), X-Cost-Estimate-Minor, X-Window-Expires and X-Cache. A refusal goes out as the upstream's error envelope. X-RateLimit-*
 // describe the APP's headroom in the shared budget (not the upstream key's, which all apps share).
 import type { FastifyReply } from 'fastify';
 import type { RequestContext } from './context.ts';
@@ -47,7 +47,30 @@ export async function writeAnswer(
   if (ctx.windowExpires) reply.header('x-window-expires', ctx.windowExpires);
   if (ctx.cache) reply.header('x-cache', ctx.cache);
   await rateLimitHeaders(ctx, reply, deps);
-  return reply.code(answer.status).send(answer.body);
+  const body = answer.status >= 400 ? withOwnRequestId(answer.body, ctx.requestId) : answer.body;
+  return reply.code(answer.status).send(body);
+}
+
+/**
+ * An upstream error envelope (passed through, or a cached negative answer) with meta.request_id
+ * set to THIS answer's X-Request-Id, as the spec promises; the upstream's id stays in
+ * X-Upstream-Request-Id. Only the id's bytes change; a body that is not an envelope is kept.
+ */
+export function withOwnRequestId(body: Buffer, requestId: string): Buffer {
+  let old: unknown;
+  try {
+    old = (JSON.parse(body.toString('utf8')) as { meta?: { request_id?: unknown } }).meta?.request_id;
+  } catch {
+    return body;
+  }
+  if (typeof old !== 'string' || old === requestId) return body;
+  const text = body.toString('utf8');
+  const from = `"request_id":${JSON.stringify(old)}`;
+  const at = text.lastIndexOf(from);
+  if (at < 0) return body;
+  return Buffer.from(
+    `${text.slice(0, at)}"request_id":${JSON.stringify(requestId)}${text.slice(at + from.length)}`,
+  );
 }
 
 export async function writeRefusal(

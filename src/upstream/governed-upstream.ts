@@ -6,7 +6,7 @@
 //
 // It never retries and never decides whether a call may start (the governor does); a refusal
 // comes back as a QueueRefusal error for the caller to turn into 429 rate_limited.
-import type { Denial, RateGovernor } from '../limits/index.ts';
+import type { Denial, LimitClassName, RateGovernor } from '../limits/index.ts';
 import type { RouteName } from '../route-table.ts';
 import {
   type UpstreamClient,
@@ -33,6 +33,10 @@ export interface GovernedRequest extends UpstreamRequest {
   queueSignal?: AbortSignal;
   /** Called once the governor lets the call start (before it is sent). */
   onStart?: () => void;
+  /** Classes this call is known not to spend (AcquireRequest.skip). */
+  skip?: LimitClassName[];
+  /** Classes the answer shows the upstream did not count (their slots are given back). */
+  unspent?: (res: UpstreamResponse) => LimitClassName[];
 }
 
 export interface GovernedResponse extends UpstreamResponse {
@@ -72,6 +76,7 @@ export class GovernedUpstream {
       route: req.route,
       maxWaitMs: req.maxWaitMs,
       signal: req.queueSignal ?? req.signal,
+      skip: req.skip,
     });
     if (!permit.ok) throw new QueueRefusal(permit);
     req.onStart?.();
@@ -88,6 +93,9 @@ export class GovernedUpstream {
     await this.governor
       .observe(req.route, res.status, res.headers, res.status === 429 ? code : undefined)
       .catch((error: unknown) => this.options.onError?.(error));
+    const unspent = req.unspent?.(res) ?? [];
+    if (unspent.length > 0)
+      await permit.refund(unspent).catch((error: unknown) => this.options.onError?.(error));
     await permit.release(true).catch((error: unknown) => this.options.onError?.(error));
     return { ...res, queuedMs: permit.waitedMs };
   }

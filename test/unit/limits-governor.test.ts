@@ -175,7 +175,7 @@ describe('pacing', () => {
     expect(starts.length + 2).toBe(20);
   });
 
-  it('the defaults pace: search 1 per 3 s, key 5 per 5 s, suggest 10 per 5 s, check 1 per 30 s', async () => {
+  it('the defaults pace: search 1 per 3 s, key 5 per 5 s, suggest 10 per 5 s; both cold checks start together', async () => {
     const clock = new ManualClock();
     const g = new RateGovernor({ store: new MemoryStore({ clock, cacheMaxBytes: 1 << 20 }), clock });
     governors.push(g);
@@ -191,9 +191,11 @@ describe('pacing', () => {
       retryAfterMs: 3000,
     });
     asPermit(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 }));
+    asPermit(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 }));
     expect(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 })).toMatchObject({
       ok: false,
-      retryAfterMs: 30_000,
+      limit: 'check',
+      retryAfterMs: 60_000,
     });
     for (let i = 0; i < 10; i++) asPermit(await g.acquire({ app: 'a', route: 'suggest', maxWaitMs: 0 }));
     expect(await g.acquire({ app: 'a', route: 'suggest', maxWaitMs: 0 })).toMatchObject({
@@ -228,6 +230,43 @@ describe('classes a route spends', () => {
     await p.release(false);
     expect(await used(governor)).toMatchObject({ key: 1, search: 0 });
     asPermit(await governor.acquire({ app: 'crm', route: 'search', maxWaitMs: 0 }));
+  });
+
+  it('cold checks: skip waits only for the other classes; refund gives back one class, keeps the key', async () => {
+    const { governor } = setup({ classes: { check: { limit: 2, burst: 1 }, key: { limit: 10 } } });
+    // Pacing 1 per 30 s: the second cold check cannot start now.
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 0 }));
+    expect(await governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      limit: 'check',
+    });
+    // A check known not to be cold does not wait for the class, and spends only the key.
+    const warm = asPermit(
+      await governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 0, skip: ['check'] }),
+    );
+    expect(warm.classes).toEqual(['key']);
+    expect(await used(governor)).toMatchObject({ key: 2, check: 1 });
+    // Another one is refunded once its answer shows it was not cold: its pacing slot frees too.
+    const paced = setup({ classes: { check: { limit: 2, burst: 1 }, key: { limit: 10 } } }).governor;
+    const first = asPermit(await paced.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 0 }));
+    await first.refund(['check']);
+    await first.refund(['check']); // once only
+    await first.release(true);
+    expect(await used(paced)).toMatchObject({ key: 1, check: 0 });
+    asPermit(await paced.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 0 }));
+    asPermit(await paced.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 0, skip: ['check'] }));
+    expect(await used(paced)).toMatchObject({ key: 3, check: 1 });
+  });
+
+  it('the default check wait plus the upstream 10 s check wait fits the client 30 s timeout', () => {
+    const { governor } = setup({ classes: {} });
+    expect(
+      new RateGovernor({
+        store: new MemoryStore({ clock: new ManualClock(), cacheMaxBytes: 1 << 20 }),
+        clock: new ManualClock(),
+      }).maxWaitFor('check_create') + 10_000,
+    ).toBeLessThanOrEqual(25_000);
+    expect(governor.maxWaitFor('check_create', undefined, ['check'])).toBe(10_000);
   });
 });
 

@@ -4,12 +4,15 @@
 // retry only within what is left of the deadline. A first attempt the queue cannot start in
 // time is 429 rate_limited (a value) and never reaches the upstream; time spent queued does not
 // eat into the upstream timeout. Transport failures are thrown as UpstreamFailure for the retry
-// stage; a caller gone while queued is thrown as ClientGone.
+// stage; a caller gone while queued is thrown as ClientGone. A POST /v1/check spends the `check`
+// class only when it can start a cold check (cold-checks.ts).
+import { gatewayOpenApi } from '../../openapi/gateway-openapi.ts';
 import { QueueRefusal } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
 import type { Answer } from '../outcome.ts';
 import { rateLimited } from '../refusals.ts';
 import type { Stage, StageFactory } from '../stage.ts';
+import { knownNotCold, learnFromAnswer, unspentBy } from './cold-checks.ts';
 
 export class ClientGone extends Error {
   constructor() {
@@ -30,6 +33,8 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
   const deadline = ctx.callDeadline ?? ctx.deadline;
   const remaining = Math.max(0, deadline - now);
   try {
+    // Not knowing (the store unreachable) spends the class: the safe side.
+    const skip = await knownNotCold(ctx, deps).catch(() => []);
     const res = await deps.upstream.request({
       app: ctx.app?.name ?? '_public',
       route: ctx.route.name,
@@ -48,12 +53,17 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
       // An upper bound; a retry may overrun the deadline by at most its own queue wait.
       timeoutMs: Math.min(ctx.timeoutMs, attempt === 0 ? ctx.timeoutMs : remaining),
       signal: survivesClient(ctx) ? undefined : ctx.signal,
+      skip,
+      unspent: (r) => unspentBy(ctx.route.name, r),
     });
+    await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
+      deps.logger.warn({ err: error, requestId: ctx.requestId }, 'could not remember a check answer'),
+    );
     ctx.queuedMs = (ctx.queuedMs ?? 0) + res.queuedMs;
     ctx.upstreamMs = (ctx.upstreamMs ?? 0) + res.durationMs;
     ctx.upstreamAttempts = attempt + 1;
     const answer: Answer = { status: res.status, headers: res.headers, body: res.body };
-    return answer;
+    return ctx.route.name === 'openapi' && res.status === 200 ? gatewayDocument(ctx, answer) : answer;
   } catch (err) {
     if (err instanceof QueueRefusal) {
       if (err.denial.reason === 'aborted') throw new ClientGone();
@@ -66,3 +76,18 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
     throw err;
   }
 };
+
+/** The upstream's OpenAPI document made the gateway's (src/openapi/); an unreadable one as is. */
+function gatewayDocument(ctx: Parameters<Stage>[0], answer: Answer): Answer {
+  let upstream: Record<string, unknown>;
+  try {
+    upstream = JSON.parse(answer.body.toString('utf8')) as Record<string, unknown>;
+  } catch {
+    return answer;
+  }
+  const host = ctx.headers.host;
+  const proto = ctx.headers['x-forwarded-proto'] === 'https' ? 'https' : 'http';
+  const doc = gatewayOpenApi(upstream, host ? `${proto}://${host}` : '/');
+  const { etag: _etag, 'last-modified': _modified, ...headers } = answer.headers;
+  return { status: 200, headers, body: Buffer.from(JSON.stringify(doc)) };
+}

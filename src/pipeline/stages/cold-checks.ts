@@ -1,0 +1,96 @@
+// Which POST /v1/check calls can start a cold check, the only ones the upstream's "two cold
+// fresh checks a minute" counts (docs/rate-limits.md "Cold checks"). Used by the upstreamCall
+// stage to spend the `check` rate class only where it must:
+// - before the call, a check known NOT to be cold skips the class (never waits in its queue):
+//   a replay of an Idempotency-Key the upstream already answered 2xx (it replays, or refuses a
+//   different body with idempotency_key_reused), or a company and purpose whose check data was
+//   seen ready (found) within the freshness the gateway assumes (the coverage window, less the
+//   safety margin: the spec does not show the upstream's freshness; the emulator's default);
+// - after the call, an answer that shows no cold check started gives the class's slot back:
+//   anything but 200/202 (refused before any check was created), or a replay
+//   (`Idempotent-Replayed: true`).
+// Must never: skip or refund the `key` class (every call spends it), or call a check warm from a
+// dossier read (only a finished check makes the upstream's data fresh).
+import type { LimitClassName } from '../../limits/index.ts';
+import type { UpstreamResponse } from '../../upstream/upstream-client.ts';
+import type { RequestContext } from '../context.ts';
+import type { PipelineDeps } from '../deps.ts';
+
+const KEY_TTL_MS = 86_400_000; // the spec: an Idempotency-Key lives one day
+const CHECK: LimitClassName[] = ['check'];
+
+const keyName = (idempotencyKey: string) => `check-answered:${idempotencyKey}`;
+const warmName = (inn: string, purpose: string) => `check-warm:${inn}:${purpose}`;
+
+type Purpose = 'dossier' | 'requisites';
+
+function purposeOf(ctx: RequestContext): Purpose {
+  return (ctx.call.body as { purpose?: string } | undefined)?.purpose === 'requisites'
+    ? 'requisites'
+    : 'dossier';
+}
+
+/** The classes a check_create call may skip before it is sent (empty for every other route). */
+export async function knownNotCold(ctx: RequestContext, deps: PipelineDeps): Promise<LimitClassName[]> {
+  if (ctx.route.name !== 'check_create' || !ctx.shape) return [];
+  const [answered, warmUntil] = await Promise.all([
+    ctx.idempotencyKey ? deps.store.get(keyName(ctx.idempotencyKey)) : Promise.resolve(null),
+    deps.store.get(warmName(ctx.shape.inn, purposeOf(ctx))),
+  ]);
+  if (answered !== null) return CHECK;
+  if (warmUntil !== null && Number(warmUntil) > deps.clock.now()) return CHECK;
+  return [];
+}
+
+/** The classes the answer shows were not spent upstream (pure). */
+export function unspentBy(
+  route: string,
+  res: Pick<UpstreamResponse, 'status' | 'headers'>,
+): LimitClassName[] {
+  if (route !== 'check_create') return [];
+  if (res.status !== 200 && res.status !== 202) return CHECK;
+  return res.headers['idempotent-replayed'] === 'true' ? CHECK : [];
+}
+
+/** Remembers what an answer teaches about later checks: the key is answered, the data is fresh. */
+export async function learnFromAnswer(
+  ctx: RequestContext,
+  deps: PipelineDeps,
+  res: Pick<UpstreamResponse, 'status' | 'body'>,
+): Promise<void> {
+  const route = ctx.route.name;
+  if (route !== 'check_create' && route !== 'check_poll') return;
+  const writes: Promise<void>[] = [];
+  if (route === 'check_create' && ctx.idempotencyKey && (res.status === 200 || res.status === 202))
+    writes.push(deps.store.set(keyName(ctx.idempotencyKey), '1', KEY_TTL_MS));
+  // The data became ready no earlier than the call started (create) or was last seen pending (poll).
+  const readyFrom = route === 'check_create' ? ctx.startedAt : ctx.ticket?.pendingAt;
+  const subject =
+    route === 'check_create' && ctx.shape
+      ? { inn: ctx.shape.inn, purpose: purposeOf(ctx) }
+      : ctx.ticket
+        ? { inn: ctx.ticket.inn, purpose: ctx.ticket.purpose }
+        : null;
+  if (res.status === 200 && subject && readyFrom !== undefined && foundIn(res.body)) {
+    const cost = deps.config.cost;
+    const freshMs = (cost.windowSeconds - cost.safetyMarginSeconds) * 1000;
+    const until = readyFrom + freshMs;
+    const ttl = until - deps.clock.now();
+    if (ttl > 0) {
+      writes.push(deps.store.set(warmName(subject.inn, subject.purpose), String(until), ttl));
+      // A dossier check also makes the company's requisites fresh (the upstream's rule).
+      if (subject.purpose === 'dossier')
+        writes.push(deps.store.set(warmName(subject.inn, 'requisites'), String(until), ttl));
+    }
+  }
+  await Promise.all(writes);
+}
+
+/** true when a check's 200 body says the registers found the company (found: false stays cold). */
+function foundIn(body: Buffer): boolean {
+  try {
+    return (JSON.parse(body.toString('utf8')) as { found?: unknown }).found === true;
+  } catch {
+    return false;
+  }
+}
