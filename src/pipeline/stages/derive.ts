@@ -7,7 +7,7 @@
 //   learn     A section answer fetched inside an open window while the dossier cached in that
 //             same window is at hand (or a dossier answer while that window's sections are
 //             cached): compared (src/cache/section-equivalence.ts) and recorded, shared by replicas.
-//   prefetch  A paid section read opened a window and the dossier is not cached: the gateway
+//   prefetch  A paid section read opened a window and no fresh dossier is cached: the gateway
 //             reads the dossier inside that window (free) as its own call ("_gateway", a short
 //             queue wait, skipped when the key class is nearly saturated), saves it to the cache
 //             and compares the section answer with its member. One replica per company per window.
@@ -93,7 +93,8 @@ export const derive: StageFactory = (deps) => {
     }
     if ((ctx.chargedMinor ?? 0) > 0 && deps.config.cache.prefetchDossier) {
       const entry = await dossierEntry(inn);
-      if (entry && entry.status === 200 && deps.clock.now() - entry.storedAt < windowMs) return;
+      const dossierMaxAge = maxAgeFor(deps.config.cache, 'dossier', null);
+      if (entry?.status === 200 && deps.clock.now() - entry.storedAt < dossierMaxAge) return;
       // Not awaited: the app has its answer; the prefetch is the gateway's own business.
       void prefetch(ctx, inn, section, body).catch((err: unknown) => {
         sections!.counters.prefetches.failed++;
