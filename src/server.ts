@@ -14,6 +14,7 @@ import Fastify, {
 import type { Logger } from 'pino';
 import { registerAdminRoutes } from './admin/admin-routes.ts';
 import { ResponseCache, resolveCacheConfig } from './cache/index.ts';
+import { SectionVerdicts } from './cache/section-verdicts.ts';
 import { CheckTickets } from './checks/check-tickets.ts';
 import { type Clock, type Random, systemRandom } from './clock.ts';
 import type { GatewayConfig } from './config/schema.ts';
@@ -384,6 +385,14 @@ function buildPipelineDeps(deps: ServerDeps, metrics: GatewayMetrics): PipelineD
       onError: (err) => logger.warn({ err: (err as Error).message }, 'price table refresh failed'),
     }),
     tickets: new CheckTickets(store),
+    sections: new SectionVerdicts({
+      state: store,
+      modes: config.cache.sectionsFromDossier,
+      learnAfter: config.cache.sectionsLearnAfter,
+      onDifference: (section, reason) =>
+        logger.warn({ section, reason }, 'section differs from the dossier member; no longer derived'),
+      onError: (err) => logger.warn({ err: (err as Error).message }, 'section verdicts unreadable'),
+    }),
     cache: new ResponseCache({
       store,
       clock,

@@ -125,7 +125,8 @@ export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): v
 
   app.get('/admin/cache/stats', async (request) => {
     requireAdmin(request, deps);
-    return deps.cache.stats();
+    const stats = await deps.cache.stats();
+    return deps.sections ? { ...stats, sections_from_dossier: await deps.sections.snapshot() } : stats;
   });
 
   app.get('/admin/apps', async (request) => {

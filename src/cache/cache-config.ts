@@ -6,6 +6,7 @@
 // Must never: let a per-app override shorten how long an entry is KEPT (the store TTL is the
 // longest age any app may accept, plus the stale allowance), only how old an entry an app accepts.
 import { z } from 'zod';
+import { SECTION_NAMES } from '../domain/requests.ts';
 
 /** TTL classes. `dossier` covers the whole dossier and its sections; `negative` is a 404 unknown INN. */
 export const CACHE_KINDS = [
@@ -115,6 +116,15 @@ export const cacheConfigSchema = z
       })
       .prefault({}),
     routeTags: z.boolean().default(false),
+    /**
+     * Section reads answered from the cached dossier (stages/derive.ts): per section name `on`
+     * (pinned), `off` (never) or `learn` (the default for every name: derived once found equal
+     * `sectionsLearnAfter` times and never different).
+     */
+    sectionsFromDossier: z.partialRecord(z.enum(SECTION_NAMES), z.enum(['on', 'off', 'learn'])).default({}),
+    sectionsLearnAfter: z.number().int().min(1).max(1000).default(1),
+    /** A paid section read that opened a window brings the dossier in inside it (free). */
+    prefetchDossier: z.boolean().default(true),
   })
   .strict();
 

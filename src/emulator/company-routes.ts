@@ -88,7 +88,8 @@ export function registerCompanyRoutes(app: FastifyInstance, ctx: EmulatorContext
           { field: 'cursor', code: 'invalid_value', message: 'cursor is not valid' },
         ]);
       }
-      return charged(JSON.stringify(answer.body), chargeRead(ctx, call, inn, 'dossier'));
+      const body = ctx.modes.current.sectionDiffers === section ? differently(answer.body) : answer.body;
+      return charged(JSON.stringify(body), chargeRead(ctx, call, inn, 'dossier'));
     });
   });
 
@@ -144,4 +145,14 @@ export function registerCompanyRoutes(app: FastifyInstance, ctx: EmulatorContext
       });
     },
   );
+}
+
+/**
+ * The section_differs mode: the same data in a shape the dossier's member does not have. An
+ * array is answered as one page; a page or an object gains a field. Never equal to the input.
+ */
+function differently(body: unknown): unknown {
+  if (Array.isArray(body)) return { items: body, cursor: '' };
+  if (body !== null && typeof body === 'object') return { ...body, detail_level: 'full' };
+  return { value: body, detail_level: 'full' };
 }

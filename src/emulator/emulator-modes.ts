@@ -1,10 +1,12 @@
 // The emulator's modes for what the spec leaves open (docs/upstream-gaps.md, "Modes"): whether
 // a reused Idempotency-Key replays a stored error, null prices / wallet in /v1/me for a while,
-// per-route latency, which window a requisites check leaves, and which clock signs webhooks.
+// per-route latency, which window a requisites check leaves, which clock signs webhooks, and
+// one section whose endpoint answer differs from the dossier's member (section_differs).
 // One validator serves the CLI, the options and POST /_emulator/modes; the live values sit in
 // one mutable object. It reads time only from the injected clock and chance only from the
 // injected Random, so a seeded run draws the same latencies every time.
 import type { Clock, Random } from '../clock.ts';
+import { isSectionName, type SectionName } from '../domain/requests.ts';
 import { FAULT_ROUTES } from './fault-injector.ts';
 
 export const REPLAY_ERRORS = ['none', 'all'] as const;
@@ -35,6 +37,12 @@ export interface ModeOptions {
   requisitesCheckWindow?: RequisitesCheckWindow;
   /** Which clock gives webhook `t=` (default `real`). */
   webhookClock?: WebhookClock;
+  /**
+   * This section's endpoint answers a shape that differs from the dossier's member (an extra
+   * field, or an array answered as a page); null/'' = none (default). Tests the gateway's
+   * section/dossier equivalence learning.
+   */
+  sectionDiffers?: SectionName | '' | null;
 }
 
 export interface ResolvedModes {
@@ -44,6 +52,7 @@ export interface ResolvedModes {
   latency: Record<string, LatencyRange>;
   requisitesCheckWindow: RequisitesCheckWindow;
   webhookClock: WebhookClock;
+  sectionDiffers: SectionName | null;
 }
 
 export const DEFAULT_MODES: ResolvedModes = {
@@ -53,6 +62,7 @@ export const DEFAULT_MODES: ResolvedModes = {
   latency: {},
   requisitesCheckWindow: 'table',
   webhookClock: 'real',
+  sectionDiffers: null,
 };
 
 /** `500` or `500-3000` (ms, integers, min <= max); a string describing the problem otherwise. */
@@ -136,7 +146,16 @@ export function resolveModes(
       base.requisitesCheckWindow,
     ),
     webhookClock: oneOf(problems, 'webhook-clock', WEBHOOK_CLOCKS, options.webhookClock, base.webhookClock),
+    sectionDiffers: sectionName(problems, options.sectionDiffers, base.sectionDiffers),
   };
+}
+
+function sectionName(problems: string[], value: unknown, fallback: SectionName | null): SectionName | null {
+  if (value === undefined) return fallback;
+  if (value === null || value === '') return null;
+  if (typeof value === 'string' && isSectionName(value)) return value;
+  problems.push(`section-differs must be one of the 28 section names or empty, got ${JSON.stringify(value)}`);
+  return fallback;
 }
 
 /** `ROUTE=MS` / `ROUTE=MIN-MAX` items (CLI) into the latency option; problems pushed. */
@@ -222,6 +241,7 @@ export class EmulatorModes {
       latency,
       requisites_check_window: this.modes.requisitesCheckWindow,
       webhook_clock: this.modes.webhookClock,
+      section_differs: this.modes.sectionDiffers,
     };
   }
 }
@@ -235,6 +255,7 @@ export function modeOptionsFromBody(body: Record<string, unknown>, problems: str
     latency: 'latency',
     requisites_check_window: 'requisitesCheckWindow',
     webhook_clock: 'webhookClock',
+    section_differs: 'sectionDiffers',
   };
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(body)) {

@@ -1,7 +1,9 @@
 // `cpgw emulator`: parses flags and CPGW_EMULATOR_* environment variables (flags win),
 // starts the emulator, prints one start-up line and shuts down on SIGINT/SIGTERM.
 // It never holds state of its own: everything lives in createEmulator().
+
 import { parseArgs } from 'node:util';
+import type { SectionName } from '../domain/requests.ts';
 import { type EmulatorOptions, PRICE_KEYS, type PriceKey } from './emulator-config.ts';
 import {
   LATENCY_ROUTES,
@@ -39,6 +41,7 @@ const USAGE = `usage: cpgw emulator [options]     (each flag also as env CPGW_EM
   --latency ROUTE=MS|ROUTE=MIN-MAX  repeatable; ROUTE one of ${LATENCY_ROUTES.join(', ')} (e.g. search=500-3000)
   --requisites-check-window table|both|keep   what a finished requisites check does to a dossier window (default table)
   --webhook-clock real|emulator     clock of the webhook signature's t= (default real)
+  --section-differs NAME            that section's endpoint answer differs from the dossier member
   --help`;
 
 const FLAGS = {
@@ -66,6 +69,7 @@ const FLAGS = {
   latency: { type: 'string', multiple: true },
   'requisites-check-window': { type: 'string' },
   'webhook-clock': { type: 'string' },
+  'section-differs': { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -154,6 +158,8 @@ export function parseEmulatorArgs(
     options.requisitesCheckWindow = requisitesWindow as RequisitesCheckWindow;
   const webhookClock = one('webhook-clock');
   if (webhookClock !== undefined) options.webhookClock = webhookClock as WebhookClock;
+  const sectionDiffers = one('section-differs');
+  if (sectionDiffers !== undefined) options.sectionDiffers = sectionDiffers as SectionName;
   const latency = many('latency');
   if (latency) options.latency = parseLatencyFlags(latency, problems);
   resolveModes(options, problems);

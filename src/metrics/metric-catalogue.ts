@@ -22,7 +22,7 @@ export const GLOBAL_APP = '_global';
 /** Label value for requests that never authenticated (401, unknown path). */
 export const UNKNOWN_APP = '_unknown';
 
-export const SAVING_REASONS = ['cache', 'window', 'coalesced', 'idempotent'] as const;
+export const SAVING_REASONS = ['cache', 'window', 'coalesced', 'idempotent', 'derived'] as const;
 export type SavingReason = (typeof SAVING_REASONS)[number];
 
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

@@ -12,7 +12,8 @@ import type { CompanyWindows } from '../cost/window-tracker.ts';
 import type { ChargeShape, IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { Refusal } from './outcome.ts';
 
-export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'COALESCED' | 'BYPASS';
+/** X-Cache. DERIVED: a section read answered from the company's cached dossier (stages/derive.ts). */
+export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'COALESCED' | 'BYPASS' | 'DERIVED';
 
 export interface RequestContext {
   requestId: string;

@@ -1,6 +1,7 @@
 // Everything the request pipeline needs, built once per server by buildServer().
 import type { Logger } from 'pino';
 import type { ResponseCache } from '../cache/index.ts';
+import type { SectionVerdicts } from '../cache/section-verdicts.ts';
 import type { CheckTickets } from '../checks/check-tickets.ts';
 import type { Clock, Random } from '../clock.ts';
 import type { GatewayConfig } from '../config/schema.ts';
@@ -42,4 +43,6 @@ export interface PipelineDeps {
   prices: PriceBook;
   tickets: CheckTickets;
   cache: ResponseCache;
+  /** Learned section/dossier equivalence (stages/derive.ts); absent: sections are never derived. */
+  sections?: SectionVerdicts;
 }

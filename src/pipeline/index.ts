@@ -7,6 +7,7 @@
 //   localAnswers   GET /v1/me; only-if-cached on uncached routes
 //   checks         check ownership before the cache; tickets after (src/checks/)
 //   cache          HIT / STALE / MISS (stores the answer), before anything is spent
+//   derive         a section from the cached dossier (DERIVED); learns equivalence; prefetch
 //   coalesce       identical requests in flight share one call
 //   chargeGate     wait for a company's in-flight charge, or take its lock
 //   idempotency    the Idempotency-Key of this logical request
@@ -32,6 +33,7 @@ import { budget } from './stages/budget.ts';
 import { cache } from './stages/cache.ts';
 import { chargeGate } from './stages/charge-gate.ts';
 import { coalesce } from './stages/coalesce.ts';
+import { derive } from './stages/derive.ts';
 import { idempotency } from './stages/idempotency.ts';
 import { localAnswers } from './stages/local-answers.ts';
 import { record } from './stages/record.ts';
@@ -45,6 +47,7 @@ export const STAGES: readonly StageFactory[] = [
   localAnswers,
   checks,
   cache,
+  derive,
   coalesce,
   chargeGate,
   idempotency,

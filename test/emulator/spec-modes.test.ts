@@ -96,6 +96,7 @@ describe('mode options and flags', () => {
       latency: {},
       requisitesCheckWindow: 'table',
       webhookClock: 'real',
+      sectionDiffers: null,
     });
   });
 

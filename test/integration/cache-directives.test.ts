@@ -20,7 +20,11 @@ const PAST_WINDOW_MS = 20 * MINUTE;
 let h: Harness;
 beforeAll(async () => {
   // Short check timings: the only-if-cached check test must not wait 10 s for a 202 ticket.
-  h = await startHarness({ emulator: { checkSeconds: 0.05, checkWaitSeconds: 0.05 } });
+  // No dossier prefetch (sections-from-dossier.test.ts covers it): these tests count each path's upstream reads.
+  h = await startHarness({
+    emulator: { checkSeconds: 0.05, checkWaitSeconds: 0.05 },
+    config: { cache: { prefetchDossier: false } },
+  });
 });
 afterAll(() => h.close());
 

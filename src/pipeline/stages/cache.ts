@@ -47,6 +47,8 @@ export const cache: StageFactory = (deps) => async (ctx, next) => {
     return next();
   }
   const out = await next();
+  // Answered from the dossier entry (stages/derive.ts): not stored again, its Age is the dossier's.
+  if (ctx.cache === 'DERIVED') return out;
   const failed = isRefusal(out)
     ? out.code === 'upstream_unavailable'
     : out.status === 502 || out.status === 503;
