@@ -53,7 +53,10 @@ export function generateTrace(seed: number, minutes: number): Event[] {
   const total = weights.reduce((a, b) => a + b, 0);
   const company = () => {
     let x = rnd() * total;
-    for (let k = 0; k < inns.length; k++) if ((x -= weights[k]!) <= 0) return inns[k]!;
+    for (let k = 0; k < inns.length; k++) {
+      x -= weights[k]!;
+      if (x <= 0) return inns[k]!;
+    }
     return inns[inns.length - 1]!;
   };
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)]!;
