@@ -93,6 +93,8 @@ export function createCheckEvents(deps: PipelineDeps, secrets: WebhookSecrets, r
   };
 }
 
+const WEBHOOK_BODY_LIMIT = 8 * 1024 * 1024;
+
 /** POST webhooks.path: the upstream's deliveries. */
 export function registerWebhookIngress(
   app: FastifyInstance,
@@ -103,7 +105,8 @@ export function registerWebhookIngress(
   const count = (result: WebhookEventResult) => deps.metrics.webhookEvent(result);
   const refuse = (reply: FastifyReply, status: number, code: 'unauthorized' | 'validation_failed', message: string) =>
     reply.code(status).send(errorEnvelope(code, reply.request.id, {}, message));
-  app.post(deps.config.webhooks.path, async (request, reply) => {
+  // An event carries a whole dossier (~100 KB): above the /v1 body limit.
+  app.post(deps.config.webhooks.path, { bodyLimit: WEBHOOK_BODY_LIMIT }, async (request, reply) => {
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     const header = request.headers['x-service-signature'];
     const verdict = verifySignature({
