@@ -31,7 +31,10 @@ export interface StartOptions {
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
-  const { config, upstreamApiKey, webhookSecrets } = loadConfig({ files: options.configFiles, env: options.env });
+  const { config, upstreamApiKey, webhookSecrets } = loadConfig({
+    files: options.configFiles,
+    env: options.env,
+  });
   const logger = options.logger ?? createLogger(config.log.level);
   const cleanups: Array<() => Promise<void>> = [];
 

@@ -5,10 +5,10 @@
 // Read-only except the purge; refusals use the upstream's envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bearerToken, matchToken } from '../auth/tokens.ts';
+import type { WebhookDeliveries } from '../checks/webhook-deliveries.ts';
 import { ledgerCsv } from '../cost/spend-ledger.ts';
 import { checkInn } from '../domain/requests.ts';
 import { ApiError } from '../errors.ts';
-import type { WebhookDeliveries } from '../checks/webhook-deliveries.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 
 function requireAdmin(request: FastifyRequest, deps: PipelineDeps): void {
@@ -169,7 +169,11 @@ export function registerAdminRoutes(
         state: r.state,
         created_at: iso(r.createdAt),
         next_attempt_at: iso(r.nextAt),
-        attempts: r.attempts.map((a) => ({ at: iso(a.at), status: a.status, ...(a.error ? { error: a.error } : {}) })),
+        attempts: r.attempts.map((a) => ({
+          at: iso(a.at),
+          status: a.status,
+          ...(a.error ? { error: a.error } : {}),
+        })),
       })),
     };
   });

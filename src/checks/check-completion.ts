@@ -57,7 +57,12 @@ export class CheckCompletion {
    * the moment the data was ready (clamped to now); `base` the gateway's address when no
    * server.publicUrl is set.
    */
-  async complete(input: { event: CheckEvent; result: Buffer; readyAt: number; base: string }): Promise<number> {
+  async complete(input: {
+    event: CheckEvent;
+    result: Buffer;
+    readyAt: number;
+    base: string;
+  }): Promise<number> {
     const { deps } = this;
     const { event } = input;
     const checkId = canonicalCheckId(event.data.check_id);
@@ -87,7 +92,12 @@ export class CheckCompletion {
     let queued = 0;
     for (const app of deps.config.apps) {
       if (!app.webhook || !(await deps.tickets.allows(checkId, app.name))) continue;
-      const body = eventForApp(event, checkId, deps.config.server.publicUrl ?? base, upstreamOrigin(deps.config));
+      const body = eventForApp(
+        event,
+        checkId,
+        deps.config.server.publicUrl ?? base,
+        upstreamOrigin(deps.config),
+      );
       if (await deps.deliveries.enqueue({ checkId, app: app.name, url: app.webhook.url, event, body }))
         queued += 1;
     }

@@ -24,7 +24,11 @@ export interface CheckEvents {
   close(): Promise<void>;
 }
 
-export function createCheckEvents(deps: PipelineDeps, secrets: WebhookSecrets, replicaId: string): CheckEvents {
+export function createCheckEvents(
+  deps: PipelineDeps,
+  secrets: WebhookSecrets,
+  replicaId: string,
+): CheckEvents {
   const { config, store, clock, logger, metrics } = deps;
   const deliveries = new WebhookDeliveries({
     store,
@@ -54,7 +58,10 @@ export function createCheckEvents(deps: PipelineDeps, secrets: WebhookSecrets, r
     completion,
     replicaId,
     onError: (err, eventId) =>
-      logger.warn({ err: (err as Error)?.message ?? String(err), eventId }, 'webhook event processing failed'),
+      logger.warn(
+        { err: (err as Error)?.message ?? String(err), eventId },
+        'webhook event processing failed',
+      ),
   });
   const poller = new CheckPoller({
     store,
@@ -103,8 +110,12 @@ export function registerWebhookIngress(
   secrets: WebhookSecrets,
 ): void {
   const count = (result: WebhookEventResult) => deps.metrics.webhookEvent(result);
-  const refuse = (reply: FastifyReply, status: number, code: 'unauthorized' | 'validation_failed', message: string) =>
-    reply.code(status).send(errorEnvelope(code, reply.request.id, {}, message));
+  const refuse = (
+    reply: FastifyReply,
+    status: number,
+    code: 'unauthorized' | 'validation_failed',
+    message: string,
+  ) => reply.code(status).send(errorEnvelope(code, reply.request.id, {}, message));
   // An event carries a whole dossier (~100 KB): above the /v1 body limit.
   app.post(deps.config.webhooks.path, { bodyLimit: WEBHOOK_BODY_LIMIT }, async (request, reply) => {
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
@@ -130,7 +141,12 @@ export function registerWebhookIngress(
     }
     if (!event) {
       count('malformed');
-      return refuse(reply, 400, 'validation_failed', 'Not an event envelope (id, event, data.check_id, data.inn)');
+      return refuse(
+        reply,
+        400,
+        'validation_failed',
+        'Not an event envelope (id, event, data.check_id, data.inn)',
+      );
     }
     let result: 'accepted' | 'duplicate';
     try {

@@ -52,7 +52,8 @@ export class CheckPoller {
         } else if (res.status === 200 && !fresh.ready) {
           const parsed = JSON.parse(res.body.toString('utf8')) as { found?: unknown; requisites?: unknown };
           const found = parsed.found !== false;
-          const result = fresh.purpose === 'dossier' ? { dossier: parsed } : { requisites: parsed.requisites };
+          const result =
+            fresh.purpose === 'dossier' ? { dossier: parsed } : { requisites: parsed.requisites };
           await this.options.completion.complete({
             event: {
               id: randomUUID(),

@@ -25,7 +25,10 @@ export const checks: StageFactory = (deps) => async (ctx, next) => {
   const withGatewayUrls = (out: Answer): Answer =>
     out.headers['content-encoding']
       ? out
-      : { ...out, body: Buffer.from(toGatewayUrls(out.body.toString('utf8'), upstreamOrigin(deps.config), base())) };
+      : {
+          ...out,
+          body: Buffer.from(toGatewayUrls(out.body.toString('utf8'), upstreamOrigin(deps.config), base())),
+        };
   if (ctx.route.name === 'check_poll') {
     const id = canonicalCheckId(ctx.call.params.uuid!);
     const ticket = await deps.tickets.get(id);

@@ -186,7 +186,8 @@ export class WebhookDeliveries {
     await store.set(key, JSON.stringify(record), RECORD_TTL_MS);
     this.options.onResult?.(
       record.app,
-      ok ? 'delivered' : !secret ? 'no_secret' : record.state === 'failed' ? 'failed' : 'retry');
+      ok ? 'delivered' : !secret ? 'no_secret' : record.state === 'failed' ? 'failed' : 'retry',
+    );
     if (!ok && delay === 0) this.again = true;
   }
 

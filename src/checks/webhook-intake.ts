@@ -43,7 +43,11 @@ export class WebhookIntake {
       base,
       receivedAt: this.options.clock.now(),
     };
-    const added = await this.options.store.setIfAbsent(eventKey(event.id), JSON.stringify(record), EVENT_TTL_MS);
+    const added = await this.options.store.setIfAbsent(
+      eventKey(event.id),
+      JSON.stringify(record),
+      EVENT_TTL_MS,
+    );
     return added ? 'accepted' : 'duplicate';
   }
 

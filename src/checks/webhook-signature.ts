@@ -39,7 +39,11 @@ export function signatureOf(secret: string, timestamp: number, body: Buffer | st
 }
 
 /** The header value signed with each secret (two during a rotation). */
-export function signatureHeader(secrets: readonly string[], timestamp: number, body: Buffer | string): string {
+export function signatureHeader(
+  secrets: readonly string[],
+  timestamp: number,
+  body: Buffer | string,
+): string {
   return [`t=${timestamp}`, ...secrets.map((s) => `v1=${signatureOf(s, timestamp, body)}`)].join(',');
 }
 

@@ -94,11 +94,7 @@ const appSchema = z
     budgets: budgetsSchema,
     limits: appLimitsSchema,
     /** Where check.completed events of this app's checks are delivered (secret: CPGW_WEBHOOK_SECRET_<APP>). */
-    webhook: z
-      .object({ url: z.url() })
-      .strict()
-      .nullable()
-      .default(null),
+    webhook: z.object({ url: z.url() }).strict().nullable().default(null),
   })
   .strict();
 
@@ -225,7 +221,10 @@ export const configSchema = z
         path: z
           .string()
           .regex(/^\/[A-Za-z0-9/_-]*$/, 'must be a path such as /webhooks/upstream')
-          .refine((p) => !p.startsWith('/v1/') && !p.startsWith('/admin/'), 'must not be under /v1/ or /admin/')
+          .refine(
+            (p) => !p.startsWith('/v1/') && !p.startsWith('/admin/'),
+            'must not be under /v1/ or /admin/',
+          )
           .default('/webhooks/upstream'),
         /** An app's receiver answering later than this counts as unavailable (the upstream's rule). */
         deliveryTimeoutMs: z.number().int().min(100).max(60_000).default(10_000),

@@ -114,11 +114,14 @@ export function registerControlRoutes(app: FastifyInstance, ctx: EmulatorContext
       control.post('/webhooks/target', async (req) => {
         const b = body(req);
         const url = b.url;
-        if (url !== null && (typeof url !== 'string' || !URL.canParse(url))) throw bad('url must be a URL or null');
+        if (url !== null && (typeof url !== 'string' || !URL.canParse(url)))
+          throw bad('url must be a URL or null');
         const secrets = b.secrets;
         if (
           secrets !== undefined &&
-          (!Array.isArray(secrets) || secrets.length === 0 || secrets.some((x) => typeof x !== 'string' || !x))
+          (!Array.isArray(secrets) ||
+            secrets.length === 0 ||
+            secrets.some((x) => typeof x !== 'string' || !x))
         )
           throw bad('secrets must be a non-empty array of non-empty strings');
         ctx.webhooks.retarget(url as string | null, secrets as string[] | undefined);

@@ -71,7 +71,8 @@ export function makePipeline(deps: PipelineDeps) {
         requestId: request.id,
         route,
         // HEAD never spends money or rate budget: served from the cache, else 504 not_cached.
-        headers: request.method === 'HEAD' && route.limits.length > 0 ? headOnly(request.headers) : request.headers,
+        headers:
+          request.method === 'HEAD' && route.limits.length > 0 ? headOnly(request.headers) : request.headers,
         call,
         rawBody,
         pathAndQuery: request.url,

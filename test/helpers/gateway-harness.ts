@@ -7,7 +7,12 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
 import { type Clock, OffsetClock } from '../../src/clock.ts';
-import { configSchema, type GatewayConfig, type Scope, type WebhookSecrets } from '../../src/config/schema.ts';
+import {
+  configSchema,
+  type GatewayConfig,
+  type Scope,
+  type WebhookSecrets,
+} from '../../src/config/schema.ts';
 import { createEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/emulator-server.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildServer } from '../../src/server.ts';

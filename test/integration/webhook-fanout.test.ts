@@ -2,53 +2,16 @@
 // check.completed to the gateway's ingress; the gateway caches the result, marks the ticket
 // ready for every app that asked, and re-signs the event for each subscribed app with that app's
 // own secret. Polls then cost no upstream call. The emulator's request log is the truth.
-import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/checks/webhook-signature.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
 import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
+import { checkPolls, startReceiver, until } from '../helpers/webhook-receiver.ts';
 
-interface Received {
-  path: string;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-  at: number;
-}
-
-/** An app's webhook receiver on port 0: records every delivery; answers the status given per path. */
-export async function startReceiver(statuses: Record<string, number[]> = {}) {
-  const received: Received[] = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const path = req.url ?? '/';
-      received.push({ path, headers: req.headers, body: Buffer.concat(chunks), at: Date.now() });
-      const status = statuses[path]?.shift() ?? 200;
-      res.writeHead(status).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  return { url, received, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
-
-export async function until<T>(what: () => Promise<T | undefined> | T | undefined, ms = 5_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;) {
-    const v = await what();
-    if (v !== undefined && v !== false) return v as T;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-export const checkPolls = async (h: Harness) =>
-  ((await h.emu('/requests')) as { requests: Array<{ path: string; method: string }> }).requests.filter(
-    (r) => r.method === 'GET' && r.path.startsWith('/v1/checks/'),
-  ).length;
-
-const SECRETS = { upstream: ['upstream-secret-1'], apps: { alpha: 'alpha-secret', beta: 'beta-secret', gamma: 'gamma-secret' } };
+const SECRETS = {
+  upstream: ['upstream-secret-1'],
+  apps: { alpha: 'alpha-secret', beta: 'beta-secret', gamma: 'gamma-secret' },
+};
 
 describe('check.completed through the gateway', () => {
   let h: Harness;
@@ -65,7 +28,10 @@ describe('check.completed through the gateway', () => {
       ],
       webhookSecrets: SECRETS,
     });
-    await h.emu('/webhooks/target', { url: `${h.gateway.url}/webhooks/upstream`, secrets: ['upstream-secret-1'] });
+    await h.emu('/webhooks/target', {
+      url: `${h.gateway.url}/webhooks/upstream`,
+      secrets: ['upstream-secret-1'],
+    });
   });
   afterAll(async () => {
     await h.close();
@@ -104,11 +70,20 @@ describe('check.completed through the gateway', () => {
       const app = r.path.slice(1) as 'alpha' | 'beta';
       expect(r.at - deliveredAt).toBeLessThan(2_000);
       const header = r.headers['x-service-signature'] as string;
-      expect(verifySignature({ header, body: r.body, secrets: [SECRETS.apps[app]], nowMs: Date.now() }).ok).toBe(true);
+      expect(
+        verifySignature({ header, body: r.body, secrets: [SECRETS.apps[app]], nowMs: Date.now() }).ok,
+      ).toBe(true);
       // Another app's secret does not verify it; neither does the upstream's.
       const other = app === 'alpha' ? SECRETS.apps.beta : SECRETS.apps.alpha;
-      expect(verifySignature({ header, body: r.body, secrets: [other, ...SECRETS.upstream], nowMs: Date.now() }).ok).toBe(false);
-      const event = JSON.parse(r.body.toString()) as { id: string; event: string; data: { check_id: string; dossier_url: string } };
+      expect(
+        verifySignature({ header, body: r.body, secrets: [other, ...SECRETS.upstream], nowMs: Date.now() })
+          .ok,
+      ).toBe(false);
+      const event = JSON.parse(r.body.toString()) as {
+        id: string;
+        event: string;
+        data: { check_id: string; dossier_url: string };
+      };
       expect(event.id).toBe(upstream.event_id);
       expect(r.headers['x-service-event-id']).toBe(upstream.event_id);
       expect(event.event).toBe('check.completed');
@@ -122,7 +97,9 @@ describe('check.completed through the gateway', () => {
       const res = await h.call(app, `/v1/checks/${ticket.check_id.toUpperCase()}`);
       expect(res.status).toBe(200);
       expect(res.headers.get('x-cache')).toBe('HIT');
-      expect(((await res.json()) as { inn?: string; company?: { inn: string } }).company?.inn ?? inn).toBe(inn);
+      expect(((await res.json()) as { inn?: string; company?: { inn: string } }).company?.inn ?? inn).toBe(
+        inn,
+      );
     }
     expect(await checkPolls(h)).toBe(polls);
     expect((await h.call('gamma', `/v1/checks/${ticket.check_id}`)).status).toBe(404);
@@ -140,7 +117,9 @@ describe('check.completed through the gateway', () => {
     const res = await fetch(`${h.gateway.url}/admin/webhooks`, {
       headers: { authorization: `Bearer ${h.adminToken}` },
     });
-    const body = (await res.json()) as { deliveries: Array<{ app: string; state: string; attempts: unknown[] }> };
+    const body = (await res.json()) as {
+      deliveries: Array<{ app: string; state: string; attempts: unknown[] }>;
+    };
     expect(body.deliveries.map((d) => [d.app, d.state]).sort()).toEqual([
       ['alpha', 'delivered'],
       ['beta', 'delivered'],

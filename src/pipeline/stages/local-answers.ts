@@ -28,7 +28,11 @@ export const localAnswers: StageFactory = (deps) => async (ctx, next) => {
       try {
         me = JSON.parse(out.body.toString('utf8')) as typeof me;
       } catch {
-        return refuse('upstream_unavailable', { reason: 'bad_answer' }, 'The account record was not readable');
+        return refuse(
+          'upstream_unavailable',
+          { reason: 'bad_answer' },
+          'The account record was not readable',
+        );
       }
       if (!me) return out;
     }
