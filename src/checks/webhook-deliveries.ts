@@ -50,6 +50,7 @@ export interface DeliveryOptions {
 }
 
 const RECORD_TTL_MS = 7 * 86_400_000;
+const isDue = (r: DeliveryRecord | null, now: number) => r?.state === 'pending' && (r.nextAt ?? 0) <= now;
 const PREFIX = 'webhook:out:';
 const recordKey = (checkId: string, app: string) => `${PREFIX}${checkId}:${app}`;
 
@@ -145,7 +146,7 @@ export class WebhookDeliveries {
     for (const key of keys) {
       if (this.stop.signal.aborted) break;
       const record = await this.read(key);
-      if (!record || record.state !== 'pending' || (record.nextAt ?? 0) > clock.now()) continue;
+      if (!isDue(record, clock.now())) continue;
       const lock = `webhook:out-lock:${record.checkId}:${record.app}`;
       if (!(await store.acquireLock(lock, replicaId, this.options.timeoutMs + 5_000))) continue;
       due.push(
@@ -161,7 +162,7 @@ export class WebhookDeliveries {
   private async attempt(key: string): Promise<void> {
     const { store, clock } = this.options;
     const record = await this.read(key);
-    if (!record || record.state !== 'pending' || (record.nextAt ?? 0) > clock.now()) return;
+    if (!isDue(record, clock.now())) return;
     const secret = this.options.secrets[record.app];
     const entry: DeliveryAttempt = { at: clock.now(), status: null };
     if (!secret) {
