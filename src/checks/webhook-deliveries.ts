@@ -50,7 +50,8 @@ export interface DeliveryOptions {
 }
 
 const RECORD_TTL_MS = 7 * 86_400_000;
-const isDue = (r: DeliveryRecord | null, now: number) => r?.state === 'pending' && (r.nextAt ?? 0) <= now;
+const isDue = (r: DeliveryRecord | null, now: number): r is DeliveryRecord =>
+  r?.state === 'pending' && (r.nextAt ?? 0) <= now;
 const PREFIX = 'webhook:out:';
 const recordKey = (checkId: string, app: string) => `${PREFIX}${checkId}:${app}`;
 
