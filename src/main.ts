@@ -31,7 +31,10 @@ export interface StartOptions {
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
-  const { config, upstreamApiKey } = loadConfig({ files: options.configFiles, env: options.env });
+  const { config, upstreamApiKey, webhookSecrets } = loadConfig({
+    files: options.configFiles,
+    env: options.env,
+  });
   const logger = options.logger ?? createLogger(config.log.level);
   const cleanups: Array<() => Promise<void>> = [];
 
@@ -59,9 +62,10 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
         {
           name: 'demo',
           tokenHash: tokenHash(demoToken),
-          scopes: ['read:companies', 'read:checks', 'read:persons'],
+          scopes: ['read:companies', 'read:checks', 'read:persons', 'read:account'],
           budgets: {},
           limits: { weight: 1, priority: 0, caps: {} },
+          webhook: null,
         },
       ],
     };
@@ -87,7 +91,14 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   const upstream = new UpstreamClient({ url: upstreamUrl, apiKey, connections: config.upstream.connections });
   cleanups.unshift(() => upstream.close());
 
-  const server = await buildServer({ config: effective, upstream, store, clock: systemClock, logger });
+  const server = await buildServer({
+    config: effective,
+    upstream,
+    store,
+    clock: systemClock,
+    logger,
+    webhookSecrets,
+  });
   try {
     await server.listen({ host: config.server.host, port: config.server.port });
   } catch (err) {

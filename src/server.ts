@@ -15,9 +15,10 @@ import type { Logger } from 'pino';
 import { registerAdminRoutes } from './admin/admin-routes.ts';
 import { ResponseCache, resolveCacheConfig } from './cache/index.ts';
 import { SectionVerdicts } from './cache/section-verdicts.ts';
+import { createCheckEvents, registerWebhookIngress } from './checks/check-events.ts';
 import { CheckTickets } from './checks/check-tickets.ts';
 import { type Clock, type Random, systemRandom } from './clock.ts';
-import type { GatewayConfig } from './config/schema.ts';
+import type { GatewayConfig, WebhookSecrets } from './config/schema.ts';
 import { BudgetGuard } from './cost/budget-guard.ts';
 import { ChargeBook } from './cost/charge-book.ts';
 import { ChargeGate } from './cost/charge-gate.ts';
@@ -54,6 +55,8 @@ export interface ServerDeps {
   logger: Logger;
   /** Jitter source (retry backoff); Math.random unless a test injects a seeded one. */
   random?: Random;
+  /** From the environment only (config/load.ts); none: the webhook ingress refuses every event. */
+  webhookSecrets?: WebhookSecrets;
 }
 
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
@@ -219,8 +222,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     port: config.metrics.port,
     host: config.metrics.host,
   });
+  const webhookSecrets = deps.webhookSecrets ?? { upstream: [], apps: {} };
+  const checkEvents = createCheckEvents(pipelineDeps, webhookSecrets, randomUUID());
+  registerWebhookIngress(app, pipelineDeps, checkEvents, webhookSecrets);
   app.addHook('onReady', async () => {
     await pipelineDeps.prices.start();
+    await checkEvents.start();
     const replayed = await pipelineDeps.outbox.loadSaved();
     if (replayed > 0)
       deps.logger.warn({ operations: replayed }, 'replaying money operations a previous run left');
@@ -228,6 +235,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
   app.addHook('onClose', async () => {
     pipelineDeps.prices.stop();
+    await checkEvents.close();
     await pipelineDeps.reconciler.close();
     // After in-flight requests: anyone still queued is refused (reason "shutdown").
     await pipelineDeps.upstream.governor.close();
@@ -239,7 +247,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         'store unreachable at shutdown; money operations kept for the next start',
       );
   });
-  registerAdminRoutes(app, pipelineDeps);
+  registerAdminRoutes(app, pipelineDeps, { webhooks: checkEvents.deliveries });
   const handlerFor = makePipeline(pipelineDeps);
   for (const route of UPSTREAM_ROUTES) {
     app.route({ method: route.method, url: route.url, handler: handlerFor(route) });

@@ -1,9 +1,11 @@
 // The admin API under /admin/, behind the admin token (config admin.tokenHash; absent =
 // the whole API answers 404): spend ledger export (JSON or CSV, by period and app), budgets
 // of every app, open windows, cache purge by INN and cache statistics, the shared rate
-// budgets' state and queues. Read-only except the purge; refusals use the upstream's envelope.
+// budgets' state and queues, and the webhook deliveries to apps (state, attempts, next try).
+// Read-only except the purge; refusals use the upstream's envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bearerToken, matchToken } from '../auth/tokens.ts';
+import type { WebhookDeliveries } from '../checks/webhook-deliveries.ts';
 import { ledgerCsv } from '../cost/spend-ledger.ts';
 import { checkInn } from '../domain/requests.ts';
 import { ApiError } from '../errors.ts';
@@ -28,7 +30,11 @@ function parseTime(value: string | undefined, field: string, fallback: number): 
   return ms;
 }
 
-export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): void {
+export function registerAdminRoutes(
+  app: FastifyInstance,
+  deps: PipelineDeps,
+  extra: { webhooks?: WebhookDeliveries } = {},
+): void {
   app.get('/admin/ledger', async (request, reply) => {
     requireAdmin(request, deps);
     const q = request.query as Record<string, string | undefined>;
@@ -147,5 +153,41 @@ export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): v
     requireAdmin(request, deps);
     const state = await deps.upstream.governor.state();
     return { ...state, at: new Date(state.at).toISOString() };
+  });
+
+  // Deliveries of check events to apps' webhooks: pending ones with their next attempt, failed
+  // ones with every attempt's status or error (the body is left out: a dossier is ~100 KB).
+  app.get('/admin/webhooks', async (request) => {
+    requireAdmin(request, deps);
+    const q = request.query as Record<string, string | undefined>;
+    if (q.state !== undefined && !['pending', 'delivered', 'failed'].includes(q.state)) {
+      throw ApiError.validation([
+        { field: 'state', code: 'invalid_value', message: 'state must be pending, delivered or failed' },
+      ]);
+    }
+    const records = (await extra.webhooks?.list()) ?? [];
+    const shown = records.filter((r) => q.state === undefined || r.state === q.state);
+    const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+    return {
+      count: shown.length,
+      pending: records.filter((r) => r.state === 'pending').length,
+      failed: records.filter((r) => r.state === 'failed').length,
+      deliveries: shown.map((r) => ({
+        check_id: r.checkId,
+        app: r.app,
+        url: r.url,
+        event_id: r.eventId,
+        event: r.event,
+        delivery: r.delivery,
+        state: r.state,
+        created_at: iso(r.createdAt),
+        next_attempt_at: iso(r.nextAt),
+        attempts: r.attempts.map((a) => ({
+          at: iso(a.at),
+          status: a.status,
+          ...(a.error ? { error: a.error } : {}),
+        })),
+      })),
+    };
   });
 }

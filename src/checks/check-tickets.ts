@@ -22,6 +22,16 @@ export interface CheckTicket {
   retryAfter?: string;
   /** True once the check's data was seen ready (200). */
   ready?: boolean;
+  /** When (ms) the upstream's Retry-After allows the next poll; earlier polls are answered locally. */
+  nextPollAt?: number;
+  /** The gateway's address as the creating app reached it (URLs in events delivered to apps). */
+  publicBase?: string;
+}
+
+/** Retry-After (seconds, as the upstream sends it) → ms; 0 when absent or not a number. */
+export function retryAfterMs(value: string | undefined): number {
+  const seconds = Number(value);
+  return value !== undefined && Number.isFinite(seconds) && seconds > 0 ? Math.ceil(seconds * 1000) : 0;
 }
 
 const TICKET_TTL_MS = 7 * 86_400_000;
@@ -67,9 +77,18 @@ export class CheckTickets {
     return ticket && !ticket.ready ? ticket : null;
   }
 
-  /** The upstream said the check is still collecting at `at`. */
-  async stillPending(ticket: CheckTicket, at: number): Promise<void> {
-    await this.store.set(key(ticket.checkId), JSON.stringify({ ...ticket, pendingAt: at }), TICKET_TTL_MS);
+  /** The upstream said the check is still collecting at `at`, to be polled again after `retryAfter`. */
+  async stillPending(ticket: CheckTicket, at: number, retryAfter?: string): Promise<void> {
+    const next: CheckTicket = { ...ticket, pendingAt: at, nextPollAt: at + retryAfterMs(retryAfter) };
+    if (retryAfter !== undefined) next.retryAfter = retryAfter;
+    await this.store.set(key(ticket.checkId), JSON.stringify(next), TICKET_TTL_MS);
+  }
+
+  /** Ids of the checks still being collected (one per company and purpose), for the gateway's own polls. */
+  async pendingIds(limit = 1000): Promise<string[]> {
+    const keys = await this.store.keys('check-pending:', limit);
+    const ids = await Promise.all(keys.map((k) => this.store.get(k)));
+    return ids.filter((id): id is string => typeof id === 'string' && id !== '');
   }
 
   /** The check's data was seen ready: it is no longer offered to other apps. */

@@ -3,12 +3,22 @@
 // offending key (and the env variable when it came from one). Never logs secret values.
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { configSchema, crossFieldProblems, ENV_OVERRIDES, type GatewayConfig, SECRET_ENV } from './schema.ts';
+import {
+  configSchema,
+  crossFieldProblems,
+  ENV_OVERRIDES,
+  type GatewayConfig,
+  SECRET_ENV,
+  type WebhookSecrets,
+  webhookSecretsFromEnv,
+} from './schema.ts';
 
 export interface LoadedConfig {
   config: GatewayConfig;
   /** From CPGW_UPSTREAM_API_KEY only; null means demo mode (embedded emulator). */
   upstreamApiKey: string | null;
+  /** From CPGW_UPSTREAM_WEBHOOK_SECRETS and CPGW_WEBHOOK_SECRET_<APP> only. */
+  webhookSecrets: WebhookSecrets;
   /** Files read, in order. */
   sources: string[];
 }
@@ -126,5 +136,10 @@ export function loadConfig(options: { files?: string[]; env?: Env } = {}): Loade
   }
   if (problems.length) throw new ConfigError(problems);
   const key = env[SECRET_ENV.upstreamApiKey];
-  return { config: parsed.data!, upstreamApiKey: key?.trim() ? key.trim() : null, sources: files };
+  return {
+    config: parsed.data!,
+    upstreamApiKey: key?.trim() ? key.trim() : null,
+    webhookSecrets: webhookSecretsFromEnv(env, parsed.data!.apps),
+    sources: files,
+  };
 }

@@ -4,7 +4,8 @@
 import { z } from 'zod';
 import { cacheConfigSchema } from '../cache/cache-config.ts';
 
-export const SCOPES = ['read:companies', 'read:checks', 'read:persons'] as const;
+/** `read:account`: the gateway's own scope: /v1/me shows the wallet and the upstream key's scopes. */
+export const SCOPES = ['read:companies', 'read:checks', 'read:persons', 'read:account'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 const tokenHash = z
@@ -92,6 +93,8 @@ const appSchema = z
     scopes: z.array(z.enum(SCOPES)).min(1).default(['read:companies', 'read:checks']),
     budgets: budgetsSchema,
     limits: appLimitsSchema,
+    /** Where check.completed events of this app's checks are delivered (secret: CPGW_WEBHOOK_SECRET_<APP>). */
+    webhook: z.object({ url: z.url() }).strict().nullable().default(null),
   })
   .strict();
 
@@ -111,6 +114,11 @@ export const configSchema = z
         headersTimeoutMs: z.number().int().min(1_000).max(600_000).default(10_000),
         /** An idle keep-alive connection is closed after this (above a load balancer's own). */
         keepAliveTimeoutMs: z.number().int().min(1_000).max(600_000).default(72_000),
+        /**
+         * The gateway's address as apps reach it (poll_url, dossier_url, openapi servers). null:
+         * taken from each request's Host header.
+         */
+        publicUrl: z.url().nullable().default(null),
       })
       .strict()
       .prefault({}),
@@ -206,6 +214,35 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** Checks and webhooks (README "Checks and webhooks"); secrets only from the environment. */
+    webhooks: z
+      .object({
+        /** Where the upstream delivers its events (register this address in the upstream's cabinet). */
+        path: z
+          .string()
+          .regex(/^\/[A-Za-z0-9/_-]*$/, 'must be a path such as /webhooks/upstream')
+          .refine(
+            (p) => !p.startsWith('/v1/') && !p.startsWith('/admin/'),
+            'must not be under /v1/ or /admin/',
+          )
+          .default('/webhooks/upstream'),
+        /** An app's receiver answering later than this counts as unavailable (the upstream's rule). */
+        deliveryTimeoutMs: z.number().int().min(100).max(60_000).default(10_000),
+        /** Delays before each repeat of a failed delivery to an app (the upstream's schedule). */
+        retryDelaysMs: z
+          .array(z.number().int().min(0).max(86_400_000))
+          .max(20)
+          .default([0, 60_000, 300_000, 900_000, 3_600_000]),
+        /** How often each replica looks for due deliveries and checks to poll. */
+        workerIntervalMs: z.number().int().min(50).max(60_000).default(1_000),
+        /**
+         * With upstream webhook secrets set: how long past the upstream's Retry-After the gateway
+         * waits for the event before it polls the check itself (without secrets it polls at once).
+         */
+        pollGraceMs: z.number().int().min(0).max(3_600_000).default(15_000),
+      })
+      .strict()
+      .prefault({}),
     admin: z
       .object({ tokenHash: tokenHash.nullable().default(null) })
       .strict()
@@ -228,6 +265,8 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: '
     { env: 'CPGW_REQUEST_TIMEOUT_MS', path: ['server', 'requestTimeoutMs'], type: 'int' },
     { env: 'CPGW_HEADERS_TIMEOUT_MS', path: ['server', 'headersTimeoutMs'], type: 'int' },
     { env: 'CPGW_KEEP_ALIVE_TIMEOUT_MS', path: ['server', 'keepAliveTimeoutMs'], type: 'int' },
+    { env: 'CPGW_PUBLIC_URL', path: ['server', 'publicUrl'], type: 'string' },
+    { env: 'CPGW_WEBHOOKS_PATH', path: ['webhooks', 'path'], type: 'string' },
     { env: 'CPGW_UPSTREAM_URL', path: ['upstream', 'url'], type: 'string' },
     { env: 'CPGW_UPSTREAM_TIMEOUT_MS', path: ['upstream', 'timeoutMs'], type: 'int' },
     { env: 'CPGW_UPSTREAM_CHECK_TIMEOUT_MS', path: ['upstream', 'checkTimeoutMs'], type: 'int' },
@@ -253,7 +292,37 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: '
 /** Secrets: read only from the environment, never from a file. */
 export const SECRET_ENV = {
   upstreamApiKey: 'CPGW_UPSTREAM_API_KEY',
+  /** Comma-separated: the upstream's webhook secrets (two during a rotation). */
+  upstreamWebhookSecrets: 'CPGW_UPSTREAM_WEBHOOK_SECRETS',
 } as const;
+
+/** The env variable holding an app's webhook secret: CPGW_WEBHOOK_SECRET_<APP>, other characters as _. */
+export const appWebhookSecretEnv = (app: string) =>
+  `CPGW_WEBHOOK_SECRET_${app.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+
+/** Webhook secrets as read from the environment (never from a file). */
+export interface WebhookSecrets {
+  /** Secrets the upstream signs its deliveries with; empty: the ingress refuses every event. */
+  upstream: string[];
+  /** Each subscribed app's own secret, by app name. */
+  apps: Record<string, string>;
+}
+
+export function webhookSecretsFromEnv(
+  env: Record<string, string | undefined>,
+  apps: ReadonlyArray<{ name: string }>,
+): WebhookSecrets {
+  const upstream = (env[SECRET_ENV.upstreamWebhookSecrets] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bySecret: Record<string, string> = {};
+  for (const app of apps) {
+    const secret = env[appWebhookSecretEnv(app.name)]?.trim();
+    if (secret) bySecret[app.name] = secret;
+  }
+  return { upstream, apps: bySecret };
+}
 
 /** Checks across entries that the schema cannot see per entry; run on the raw input so they are reported with the rest. */
 export function crossFieldProblems(raw: Record<string, unknown>): string[] {
@@ -263,6 +332,11 @@ export function crossFieldProblems(raw: Record<string, unknown>): string[] {
   const hashes = new Map<unknown, number>();
   raw.apps.forEach((app: unknown, i: number) => {
     if (!app || typeof app !== 'object') return;
+    const hook = (app as { webhook?: Record<string, unknown> | null }).webhook;
+    if (hook && typeof hook === 'object' && ('secret' in hook || 'Secret' in hook))
+      problems.push(
+        `apps.${i}.webhook.secret: must not be in a file; set ${appWebhookSecretEnv(String((app as { name?: unknown }).name ?? ''))} in the environment`,
+      );
     const { name, tokenHash } = app as { name?: unknown; tokenHash?: unknown };
     if (name !== undefined && names.has(name))
       problems.push(`apps.${i}.name: duplicate app name (also apps.${names.get(name)})`);

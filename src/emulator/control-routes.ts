@@ -110,6 +110,23 @@ export function registerControlRoutes(app: FastifyInstance, ctx: EmulatorContext
 
       control.get('/windows', async () => ({ windows: ctx.windows.list() }));
       control.get('/webhooks', async () => ({ deliveries: ctx.webhooks.deliveries() }));
+      // The subscribed address and its secrets (the cabinet's settings; two secrets: a rotation).
+      control.post('/webhooks/target', async (req) => {
+        const b = body(req);
+        const url = b.url;
+        if (url !== null && (typeof url !== 'string' || !URL.canParse(url)))
+          throw bad('url must be a URL or null');
+        const secrets = b.secrets;
+        if (
+          secrets !== undefined &&
+          (!Array.isArray(secrets) ||
+            secrets.length === 0 ||
+            secrets.some((x) => typeof x !== 'string' || !x))
+        )
+          throw bad('secrets must be a non-empty array of non-empty strings');
+        ctx.webhooks.retarget(url as string | null, secrets as string[] | undefined);
+        return { url, secrets: secrets?.length ?? null };
+      });
 
       control.post('/reset', async () => {
         hooks.reset();

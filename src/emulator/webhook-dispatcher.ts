@@ -57,6 +57,12 @@ export class WebhookDispatcher {
     private readonly settings: WebhookSettings,
   ) {}
 
+  /** A new subscribed address (null: none) and, when given, new signing secrets. */
+  retarget(url: string | null, secrets?: string[]): void {
+    this.settings.url = url;
+    if (secrets) this.settings.secrets = [...secrets];
+  }
+
   get enabled(): boolean {
     return this.settings.url !== null;
   }

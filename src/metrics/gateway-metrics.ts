@@ -19,6 +19,10 @@ import {
   type MetricSpec,
   SAVING_REASONS,
   type SavingReason,
+  WEBHOOK_DELIVERY_RESULTS,
+  WEBHOOK_EVENT_RESULTS,
+  type WebhookDeliveryResult,
+  type WebhookEventResult,
 } from './metric-catalogue.ts';
 
 export const PRICE_KINDS: readonly PriceKind[] = ['dossier', 'requisites', 'check', 'person'];
@@ -73,6 +77,16 @@ export class GatewayMetrics {
     this.zero();
   }
 
+  /** An upstream webhook delivery at the ingress. */
+  webhookEvent(result: WebhookEventResult): void {
+    this.m.webhookEvents.inc({ result });
+  }
+
+  /** One attempt to deliver an event to an app's webhook. */
+  webhookDelivery(app: string, result: WebhookDeliveryResult): void {
+    this.m.webhookDeliveries.inc({ app: this.app(app), result });
+  }
+
   /** Creates the fixed-label counters at 0 so rates and alerts have a series from the start. */
   private zero(): void {
     const { m } = this;
@@ -96,6 +110,9 @@ export class GatewayMetrics {
     }
     for (const limit of LIMIT_CLASS_NAMES) m.queueDepth.set({ limit }, 0);
     for (const result of ['sent', 'failed']) m.softLimitNotices.inc({ result }, 0);
+    for (const result of WEBHOOK_EVENT_RESULTS) m.webhookEvents.inc({ result }, 0);
+    for (const app of this.apps)
+      for (const result of WEBHOOK_DELIVERY_RESULTS) m.webhookDeliveries.inc({ app, result }, 0);
     for (const source of STORE_ERROR_SOURCES) m.storeErrors.inc({ source }, 0);
     m.ledgerPendingAge.set(0);
     m.ledgerOutbox.set(0);

@@ -25,6 +25,18 @@ export const UNKNOWN_APP = '_unknown';
 export const SAVING_REASONS = ['cache', 'window', 'coalesced', 'idempotent', 'derived'] as const;
 export type SavingReason = (typeof SAVING_REASONS)[number];
 
+export const WEBHOOK_EVENT_RESULTS = [
+  'accepted',
+  'duplicate',
+  'bad_signature',
+  'stale',
+  'malformed',
+  'store_error',
+] as const;
+export type WebhookEventResult = (typeof WEBHOOK_EVENT_RESULTS)[number];
+export const WEBHOOK_DELIVERY_RESULTS = ['delivered', 'retry', 'failed', 'no_secret'] as const;
+export type WebhookDeliveryResult = (typeof WEBHOOK_DELIVERY_RESULTS)[number];
+
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const WAIT_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -94,6 +106,18 @@ export const METRICS = {
     type: 'counter',
     help: 'Soft-limit notices POSTed to notices.url, by result (sent, failed)',
     labels: ['result'],
+  },
+  webhookEvents: {
+    name: 'cpgw_webhook_events_total',
+    type: 'counter',
+    help: 'Upstream webhook deliveries at the ingress, by result (accepted, duplicate, bad_signature, stale, malformed, store_error)',
+    labels: ['result'],
+  },
+  webhookDeliveries: {
+    name: 'cpgw_webhook_deliveries_total',
+    type: 'counter',
+    help: 'Attempts to deliver events to apps, by app and result (delivered, retry, failed, no_secret)',
+    labels: ['app', 'result'],
   },
   storeErrors: {
     name: 'cpgw_store_errors_total',

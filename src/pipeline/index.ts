@@ -74,7 +74,9 @@ export function makePipeline(deps: PipelineDeps) {
       const ctx: RequestContext = {
         requestId: request.id,
         route,
-        headers: request.headers,
+        // HEAD never spends money or rate budget: served from the cache, else 504 not_cached.
+        headers:
+          request.method === 'HEAD' && route.limits.length > 0 ? headOnly(request.headers) : request.headers,
         call,
         rawBody,
         pathAndQuery: request.url,
@@ -99,6 +101,12 @@ export function makePipeline(deps: PipelineDeps) {
       if (isRefusal(outcome)) return writeRefusal(ctx, reply, outcome, deps);
       return writeAnswer(ctx, reply, outcome, deps);
     };
+}
+
+/** A HEAD request's headers with only-if-cached added (RFC 9111 5.2.1.7). */
+function headOnly(headers: FastifyRequest['headers']): FastifyRequest['headers'] {
+  const cc = headers['cache-control'];
+  return { ...headers, 'cache-control': cc ? `${cc}, only-if-cached` : 'only-if-cached' };
 }
 
 /** Aborts when the connection closes before the answer was fully written. */

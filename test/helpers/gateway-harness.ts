@@ -7,7 +7,12 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
 import { type Clock, OffsetClock } from '../../src/clock.ts';
-import { configSchema, type GatewayConfig, type Scope } from '../../src/config/schema.ts';
+import {
+  configSchema,
+  type GatewayConfig,
+  type Scope,
+  type WebhookSecrets,
+} from '../../src/config/schema.ts';
 import { createEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/emulator-server.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildServer } from '../../src/server.ts';
@@ -30,6 +35,7 @@ export interface AppSpec {
     priority?: number;
     caps?: Partial<Record<'key' | 'search' | 'suggest' | 'check', number>>;
   };
+  webhook?: { url: string } | null;
 }
 
 export interface GatewayInstance {
@@ -102,6 +108,8 @@ export interface HarnessOptions {
   emulator?: EmulatorOptions;
   /** A store factory for the gateway(s); default: a fresh memory store. */
   store?: (clock: OffsetClock) => Store;
+  /** What CPGW_UPSTREAM_WEBHOOK_SECRETS / CPGW_WEBHOOK_SECRET_<APP> would give. */
+  webhookSecrets?: WebhookSecrets;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -122,6 +130,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       scopes: spec.scopes ?? ['read:companies', 'read:checks', 'read:persons'],
       budgets: spec.budgets ?? {},
       limits: spec.limits ?? {},
+      webhook: spec.webhook ?? null,
     };
   });
   const adminToken = newToken();
@@ -155,7 +164,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     const store =
       shared ?? options.store?.(clock) ?? createStore({ clock, cacheMaxBytes: config.store.cacheMaxBytes });
     const upstream = new UpstreamClient({ url: emulator.url, apiKey: UPSTREAM_KEY, connections: 16 });
-    const server = await buildServer({ config, upstream, store, clock, logger });
+    const server = await buildServer({
+      config,
+      upstream,
+      store,
+      clock,
+      logger,
+      webhookSecrets: options.webhookSecrets,
+    });
     await server.listen({ host: '127.0.0.1', port: 0 });
     const address = server.server.address() as { port: number };
     const instance: GatewayInstance = {

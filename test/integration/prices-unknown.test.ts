@@ -14,7 +14,15 @@ describe('prices and wallet not yet known upstream', () => {
   const inns = knownInns(6, 3100);
   beforeAll(async () => {
     h = await startHarness({
-      apps: [{ name: 'capped', budgets: { day: { limitMinor: CAP } } }, { name: 'open' }],
+      apps: [
+        // read:account: this test reads the wallet through /v1/me.
+        {
+          name: 'capped',
+          scopes: ['read:companies', 'read:checks', 'read:account'],
+          budgets: { day: { limitMinor: CAP } },
+        },
+        { name: 'open' },
+      ],
       emulator: { nullPricesSeconds: 30, nullWalletSeconds: 30 },
       config: { cost: { pricesRefreshSeconds: 1 } },
     });
