@@ -77,6 +77,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
 
   const store = createStore({
     redisUrl: config.store.redisUrl ?? undefined,
+    redisClusterNodes: config.store.redisClusterNodes,
     prefix: config.store.prefix,
     clock: systemClock,
     cacheMaxBytes: config.store.cacheMaxBytes,
