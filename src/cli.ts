@@ -134,6 +134,22 @@ async function start(args: string[]): Promise<number> {
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
+    // SIGHUP: re-read the config files; a bad file is refused (every problem listed), the
+    // running config stays.
+    process.on('SIGHUP', () => {
+      try {
+        const { apps, restartNeeded } = gateway.reload();
+        console.error(`cpgw: SIGHUP: configuration reloaded (apps: ${apps.join(', ') || 'none'})`);
+        if (restartNeeded.length)
+          console.error(
+            `cpgw: changed settings that apply only after a restart: ${restartNeeded.join(', ')}`,
+          );
+      } catch (err) {
+        console.error(
+          `cpgw: SIGHUP: reload refused, the running configuration stays: ${(err as Error).message}`,
+        );
+      }
+    });
   });
   return 0;
 }

@@ -1,19 +1,23 @@
 // The admin API under /admin/, behind the admin token (config admin.tokenHash; absent =
 // the whole API answers 404): spend ledger export (JSON or CSV, by period and app), budgets
 // of every app, open windows, cache purge by INN and cache statistics, the shared rate
-// budgets' state and queues. Read-only except the purge; refusals use the upstream's envelope.
+// budgets' state and queues, and POST /admin/reload. Read-only except the purge and the reload; refusals use the upstream's envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bearerToken, matchToken } from '../auth/tokens.ts';
+import { ConfigError } from '../config/load.ts';
 import { ledgerCsv } from '../cost/spend-ledger.ts';
 import { checkInn } from '../domain/requests.ts';
 import { ApiError } from '../errors.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 
-function requireAdmin(request: FastifyRequest, deps: PipelineDeps): void {
+/** Checks the admin token against the config in force now; answers that config's deps. */
+function requireAdmin(request: FastifyRequest, current: () => PipelineDeps): PipelineDeps {
+  const deps = current();
   const hash = deps.config.admin.tokenHash;
   if (!hash) throw new ApiError('not_found', {}, 'The admin API is disabled (set admin.tokenHash)');
   const token = bearerToken(request.headers.authorization);
   if (!token || !matchToken(token, [{ tokenHash: hash }])) throw new ApiError('unauthorized');
+  return deps;
 }
 
 /** Accepts ISO dates/times or epoch milliseconds. */
@@ -28,9 +32,30 @@ function parseTime(value: string | undefined, field: string, fallback: number): 
   return ms;
 }
 
-export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): void {
+export function registerAdminRoutes(
+  app: FastifyInstance,
+  current: () => PipelineDeps,
+  reload: () => { apps: string[]; restartNeeded: string[] },
+): void {
+  // Re-reads the config files and applies apps, tokens, scopes, budgets, limits and cache ages
+  // (the same as SIGHUP). A bad file: 422 listing every problem; the running config stays.
+  app.post('/admin/reload', async (request) => {
+    requireAdmin(request, current);
+    try {
+      const result = reload();
+      request.log.warn({ apps: result.apps, restartNeeded: result.restartNeeded }, 'configuration reloaded');
+      return { reloaded: true, apps: result.apps, restart_needed: result.restartNeeded };
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
+      request.log.warn({ problems }, 'configuration reload refused; the running config stays');
+      throw ApiError.validation(
+        problems.map((message) => ({ field: 'config', code: 'invalid_config', message })),
+      );
+    }
+  });
+
   app.get('/admin/ledger', async (request, reply) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const q = request.query as Record<string, string | undefined>;
     const format = q.format ?? 'json';
     if (format !== 'json' && format !== 'csv') {
@@ -91,19 +116,19 @@ export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): v
   });
 
   app.post('/admin/reconcile', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     // One reconciler round now (it also runs every cost.reconcileIntervalMs on every replica).
     return { resolved: await deps.reconciler.runOnce() };
   });
 
   app.get('/admin/budgets', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const names = deps.config.apps.map((a) => a.name);
     return { time_zone: deps.config.cost.timeZone, budgets: await deps.budgets.overview(names) };
   });
 
   app.get('/admin/windows', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const windows = await deps.windows.list();
     return {
       count: windows.length,
@@ -116,7 +141,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): v
   });
 
   app.delete('/admin/cache/:inn', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const { inn } = request.params as { inn: string };
     const problems = checkInn(inn);
     if (problems.length) throw ApiError.validation(problems);
@@ -124,12 +149,12 @@ export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): v
   });
 
   app.get('/admin/cache/stats', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     return deps.cache.stats();
   });
 
   app.get('/admin/apps', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     return {
       apps: deps.config.apps.map((a) => ({
         name: a.name,
@@ -143,7 +168,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: PipelineDeps): v
   // Every rate class (limit, used in the last window, pause, queued per app, apps waiting on
   // any replica), the upstream's own minute cap when it reported one, and per-app waits.
   app.get('/admin/limits', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const state = await deps.upstream.governor.state();
     return { ...state, at: new Date(state.at).toISOString() };
   });
