@@ -104,7 +104,7 @@ export function registerAdminRoutes(
   });
 
   app.post('/admin/prices/refresh', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     // Reads the upstream's GET /v1/me now (it is also re-read every cost.pricesRefreshSeconds).
     await deps.prices.refresh();
     const { me, refreshedAt } = deps.prices.snapshot();
