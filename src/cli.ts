@@ -32,10 +32,13 @@ Without CPGW_UPSTREAM_API_KEY it runs a demo: the bundled emulator as the upstre
 ${CONFIG_NOTE}`;
 
 const TOKEN_USAGE = `usage: cpgw token new --app NAME [--scopes a,b]
+       cpgw token new --admin
 
-Print a fresh app token (shown only this once) and the config lines holding its SHA-256 hash.
-  --app NAME     lowercase letters, digits, "-" or "_" (starts with a letter)
-  --scopes a,b   default read:companies,read:checks; known: ${SCOPES.join(', ')}`;
+Print a fresh token (shown only this once) and the config lines holding its SHA-256 hash.
+  --app NAME     lowercase letters, digits, "-" or "_" (starts with a letter); "admin" is
+                 the admin API's token, the same as --admin
+  --scopes a,b   default read:companies,read:checks; known: ${SCOPES.join(', ')}
+  --admin        the admin API's token (admin.tokenHash, or CPGW_ADMIN_TOKEN_HASH)`;
 
 const CHECK_CONFIG_USAGE = `usage: cpgw check-config [--config FILE]...
 
@@ -131,6 +134,22 @@ async function start(args: string[]): Promise<number> {
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
+    // SIGHUP: re-read the config files; a bad file is refused (every problem listed), the
+    // running config stays.
+    process.on('SIGHUP', () => {
+      try {
+        const { apps, restartNeeded } = gateway.reload();
+        console.error(`cpgw: SIGHUP: configuration reloaded (apps: ${apps.join(', ') || 'none'})`);
+        if (restartNeeded.length)
+          console.error(
+            `cpgw: changed settings that apply only after a restart: ${restartNeeded.join(', ')}`,
+          );
+      } catch (err) {
+        console.error(
+          `cpgw: SIGHUP: reload refused, the running configuration stays: ${(err as Error).message}`,
+        );
+      }
+    });
   });
   return 0;
 }
@@ -143,8 +162,22 @@ function token(args: string[]): Promise<number> | number {
       `${sub === undefined ? 'missing subcommand' : `unknown subcommand "${sub}"`}; usage: cpgw token new --app NAME [--scopes a,b]`,
     );
   }
-  const values = parse('token new', rest, { app: { type: 'string' }, scopes: { type: 'string' } });
+  const values = parse('token new', rest, {
+    app: { type: 'string' },
+    scopes: { type: 'string' },
+    admin: { type: 'boolean' },
+  });
   if (values.help) return help('token');
+  if (values.admin || values.app === 'admin') {
+    if (values.scopes) throw new CliError('--scopes does not apply to the admin token');
+    const value = newToken();
+    const hash = tokenHash(value);
+    console.log(`admin token (for operators; it is shown only this once):\n  ${value}\n`);
+    console.log('config (the top-level admin: section, not under apps:):');
+    console.log(`  admin:\n    tokenHash: "${hash}"\n`);
+    console.log(`or in the environment:\n  CPGW_ADMIN_TOKEN_HASH=${hash}`);
+    return 0;
+  }
   if (!values.app || !/^[a-z][a-z0-9_-]{0,62}$/.test(values.app)) {
     throw new CliError(
       '--app NAME is required (lowercase letters, digits, "-" or "_", starting with a letter)',
@@ -169,7 +202,9 @@ function checkConfig(args: string[]): Promise<number> | number {
   const { config, upstreamApiKey, sources } = loadConfig({ files: values.config ?? [] });
   console.log(`configuration OK (${sources.length ? sources.join(', ') : 'embedded defaults'})`);
   console.log(`  apps: ${config.apps.map((a) => a.name).join(', ') || '(none)'}`);
-  console.log(`  store: ${config.store.redisUrl ? 'redis' : 'memory'}`);
+  console.log(
+    `  store: ${config.store.redisClusterNodes.length ? 'redis cluster' : config.store.redisUrl ? 'redis' : 'memory'}`,
+  );
   console.log(
     `  upstream: ${upstreamApiKey ? `${new URL(config.upstream.url).origin} (key from CPGW_UPSTREAM_API_KEY)` : 'demo mode (bundled emulator)'}`,
   );

@@ -6,11 +6,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { newToken, tokenHash } from './auth/tokens.ts';
 import { systemClock } from './clock.ts';
-import { loadConfig } from './config/load.ts';
+import { ConfigError, loadConfig } from './config/load.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { createEmulator } from './emulator/emulator-server.ts';
 import { createLogger } from './logger.ts';
-import { buildServer } from './server.ts';
+import { buildServer, type ReloadResult, reloadGateway } from './server.ts';
 import { createStore } from './store/create-store.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 
@@ -19,6 +19,8 @@ export interface RunningGateway {
   url: string;
   /** Set in demo mode: the demo app's token (printed once at start). */
   demoToken: string | null;
+  /** Re-reads the config files and applies what can change live (SIGHUP); throws ConfigError. */
+  reload(): ReloadResult;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,14 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   let apiKey = upstreamApiKey;
   let demoToken: string | null = null;
   let effective: GatewayConfig = config;
+  // A reload reads the same files and environment again; demo mode keeps its demo app.
+  let demoApp: GatewayConfig['apps'][number] | null = null;
+  const reloadConfig = (): GatewayConfig => {
+    const next = loadConfig({ files: options.configFiles, env: options.env }).config;
+    if (demoApp) return { ...next, apps: [...next.apps, demoApp] };
+    if (next.apps.length === 0) throw new ConfigError(['apps: empty; the gateway would refuse every call']);
+    return next;
+  };
 
   if (apiKey === null) {
     const emulatorKey = `emu_${newToken().slice(5)}`;
@@ -55,20 +65,15 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     upstreamUrl = emulator.url;
     apiKey = emulatorKey;
     demoToken = newToken();
-    effective = {
-      ...config,
-      apps: [
-        ...config.apps,
-        {
-          name: 'demo',
-          tokenHash: tokenHash(demoToken),
-          scopes: ['read:companies', 'read:checks', 'read:persons', 'read:account'],
-          budgets: {},
-          limits: { weight: 1, priority: 0, caps: {} },
-          webhook: null,
-        },
-      ],
+    demoApp = {
+      name: 'demo',
+      tokenHash: tokenHash(demoToken),
+      scopes: ['read:companies', 'read:checks', 'read:persons', 'read:account'],
+      budgets: {},
+      limits: { weight: 1, priority: 0, caps: {} },
+      webhook: null,
     };
+    effective = { ...config, apps: [...config.apps, demoApp] };
     logger.warn(
       { upstream: upstreamUrl },
       'DEMO MODE: no CPGW_UPSTREAM_API_KEY set; using the bundled emulator as upstream',
@@ -81,6 +86,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
 
   const store = createStore({
     redisUrl: config.store.redisUrl ?? undefined,
+    redisClusterNodes: config.store.redisClusterNodes,
     prefix: config.store.prefix,
     clock: systemClock,
     cacheMaxBytes: config.store.cacheMaxBytes,
@@ -98,6 +104,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     clock: systemClock,
     logger,
     webhookSecrets,
+    loadConfig: reloadConfig,
   });
   try {
     await server.listen({ host: config.server.host, port: config.server.port });
@@ -123,7 +130,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   };
 
   if (options.banner) options.banner(banner(url, demoToken, upstreamUrl));
-  return { server, url, demoToken, close };
+  return { server, url, demoToken, reload: () => reloadGateway(server), close };
 }
 
 function banner(url: string, demoToken: string | null, upstreamUrl: string): string {

@@ -57,6 +57,30 @@ export interface ServerDeps {
   random?: Random;
   /** From the environment only (config/load.ts); none: the webhook ingress refuses every event. */
   webhookSecrets?: WebhookSecrets;
+  /**
+   * Re-reads the configuration (files and environment) for a reload (SIGHUP, POST /admin/reload);
+   * throws ConfigError listing every problem. Absent: the gateway cannot reload.
+   */
+  loadConfig?: () => GatewayConfig;
+}
+
+/** What a reload applied: the apps now configured, and changed settings that need a restart. */
+export interface ReloadResult {
+  apps: string[];
+  restartNeeded: string[];
+}
+
+const reloaders = new WeakMap<FastifyInstance, () => ReloadResult>();
+
+/**
+ * Reloads a gateway built by buildServer: re-reads the config, validates and builds everything
+ * it needs, then swaps (see docs/architecture.md "Reload"). Throws ConfigError (every problem)
+ * or RangeError and keeps the running config.
+ */
+export function reloadGateway(app: FastifyInstance): ReloadResult {
+  const reload = reloaders.get(app);
+  if (!reload) throw new Error('this gateway was built without a config loader; it cannot reload');
+  return reload();
 }
 
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
@@ -247,12 +271,122 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         'store unreachable at shutdown; money operations kept for the next start',
       );
   });
-  registerAdminRoutes(app, pipelineDeps, { webhooks: checkEvents.deliveries });
-  const handlerFor = makePipeline(pipelineDeps);
+  // The reload seam: one generation (config + what is derived from it alone) read once per
+  // request; a reload builds and checks the next, then swaps it in one assignment.
+  let live = generation(pipelineDeps);
+  const current = () => live.deps;
+  const reload = (): ReloadResult => {
+    if (!deps.loadConfig) throw new Error('this gateway was built without a config loader');
+    const next = deps.loadConfig();
+    const nextDeps = reconfigured(live.deps, next, pipelineDeps);
+    // Everything below was checked (schema, governor limits) before anything changes.
+    const { expectedReplicas: _replicas, ...classes } = next.limits;
+    pipelineDeps.upstream.governor.reconfigure({ classes, apps: governorApps(next) });
+    pipelineDeps.cache.reconfigure(resolveCacheConfig(next.cache));
+    metrics.addApps(next.apps.map((a) => a.name));
+    live = generation(nextDeps);
+    pipelineDeps.policy.config = next;
+    pipelineDeps.policy.budgets = nextDeps.budgets;
+    return { apps: next.apps.map((a) => a.name), restartNeeded: restartNeeded(config, next) };
+  };
+  reloaders.set(app, reload);
+  registerAdminRoutes(app, current, reload, { webhooks: checkEvents.deliveries });
   for (const route of UPSTREAM_ROUTES) {
-    app.route({ method: route.method, url: route.url, handler: handlerFor(route) });
+    app.route({
+      method: route.method,
+      url: route.url,
+      handler: (request, reply) => live.handlerFor(route)(request, reply),
+    });
   }
   return app;
+}
+
+/** One configuration's pipeline: its deps and a handler per route (built on first use). */
+function generation(deps: PipelineDeps) {
+  const make = makePipeline(deps);
+  const handlers = new Map<string, ReturnType<typeof make>>();
+  return {
+    deps,
+    handlerFor(route: (typeof UPSTREAM_ROUTES)[number]) {
+      let handler = handlers.get(route.name);
+      if (!handler) {
+        handler = make(route);
+        handlers.set(route.name, handler);
+      }
+      return handler;
+    },
+  };
+}
+
+/**
+ * The deps of the next generation: the same stateful parts (store, governor, money, cache, prices)
+ * with the new config and the budget guard built from it. Throws before anything is swapped.
+ */
+function reconfigured(
+  prev: PipelineDeps,
+  next: GatewayConfig,
+  base: { notices: SoftLimitNotices; chargesFor: (guard: BudgetGuard) => ChargeBook },
+): PipelineDeps {
+  // The governor checks app limits again when applied; check them here so a bad one stops the
+  // reload before any part is swapped.
+  for (const a of next.apps)
+    if (!(a.limits.weight > 0)) throw new RangeError(`apps.${a.name}.limits.weight must be > 0`);
+  const budgets = budgetGuard({ config: next, store: prev.store, clock: prev.clock }, base.notices);
+  return { ...prev, config: next, budgets, charges: base.chargesFor(budgets) };
+}
+
+/** Settings a reload does not apply (listener, store, upstream, money timing): named so the operator restarts. */
+function restartNeeded(running: GatewayConfig, next: GatewayConfig): string[] {
+  const sections = ['server', 'upstream', 'store', 'log', 'cost', 'metrics', 'notices'] as const;
+  const out: string[] = [];
+  for (const section of sections) {
+    const a = running[section] as Record<string, unknown>;
+    const b = next[section] as Record<string, unknown>;
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)]))
+      if (JSON.stringify(a[key]) !== JSON.stringify(b[key])) out.push(`${section}.${key}`);
+  }
+  if (next.limits.expectedReplicas !== running.limits.expectedReplicas) out.push('limits.expectedReplicas');
+  return out;
+}
+
+function governorApps(config: GatewayConfig) {
+  return config.apps.map((a) => ({
+    name: a.name,
+    weight: a.limits.weight,
+    priority: a.limits.priority,
+    caps: a.limits.caps,
+  }));
+}
+
+/**
+ * The configuration the server runs on now and its budget guard: swapped by a reload, read by
+ * the parts built once (soft-limit notices) so they follow it.
+ */
+interface LivePolicy {
+  config: GatewayConfig;
+  budgets: BudgetGuard;
+}
+
+/** Budget caps of one configuration (rebuilt on reload: caps are config, counters are in the store). */
+function budgetGuard(
+  deps: Pick<ServerDeps, 'config' | 'store' | 'clock'>,
+  observer: SoftLimitNotices,
+): BudgetGuard {
+  const { config, store, clock } = deps;
+  return new BudgetGuard({
+    store,
+    clock,
+    timeZone: config.cost.timeZone,
+    global: config.budgets,
+    apps: new Map(config.apps.map((a) => [a.name, a.budgets])),
+    holdMs: config.upstream.checkTimeoutMs * 2 + 10_000,
+    observer,
+  });
+}
+
+function hasSoftLimit(config: GatewayConfig, app: string): boolean {
+  const own = config.apps.find((a) => a.name === app)?.budgets ?? {};
+  return [config.budgets, own].some((b) => Object.values(b).some((l) => l?.softMinor !== undefined));
 }
 
 /** The shared rate budget (docs/rate-limits.md) in front of the upstream client. */
@@ -277,12 +411,7 @@ function governedUpstream(deps: ServerDeps, metrics: GatewayMetrics): GovernedUp
             'store unreachable: rate limits on conservative local shares (limit / expectedReplicas)',
           )
         : logger.warn('store reachable again: rate limits back on the shared budget'),
-    apps: config.apps.map((a) => ({
-      name: a.name,
-      weight: a.limits.weight,
-      priority: a.limits.priority,
-      caps: a.limits.caps,
-    })),
+    apps: governorApps(config),
     onError,
   });
   const observer = {
@@ -292,7 +421,14 @@ function governedUpstream(deps: ServerDeps, metrics: GatewayMetrics): GovernedUp
   return new GovernedUpstream({ client: deps.upstream, governor, onError, observer });
 }
 
-function buildPipelineDeps(deps: ServerDeps, metrics: GatewayMetrics): PipelineDeps {
+function buildPipelineDeps(
+  deps: ServerDeps,
+  metrics: GatewayMetrics,
+): PipelineDeps & {
+  policy: LivePolicy;
+  notices: SoftLimitNotices;
+  chargesFor: (guard: BudgetGuard) => ChargeBook;
+} {
   const { config, store, clock, logger } = deps;
   const upstream = governedUpstream(deps, metrics);
   const replicaId = randomUUID();
@@ -306,26 +442,17 @@ function buildPipelineDeps(deps: ServerDeps, metrics: GatewayMetrics): PipelineD
   });
   const moneyFault = (err: unknown, what: string) =>
     logger.warn({ err: (err as Error)?.message ?? String(err) }, what);
-  const appBudgets = new Map(config.apps.map((a) => [a.name, a.budgets]));
-  const budgets: BudgetGuard = new BudgetGuard({
+  const policy = { config } as LivePolicy;
+  const notices = new SoftLimitNotices({
+    budgets: { status: (app) => policy.budgets.status(app) },
     store,
-    clock,
-    timeZone: config.cost.timeZone,
-    global: config.budgets,
-    apps: appBudgets,
-    holdMs: config.upstream.checkTimeoutMs * 2 + 10_000,
-    observer: new SoftLimitNotices({
-      budgets: { status: (app) => budgets.status(app) },
-      store,
-      metrics,
-      logger,
-      hasSoft: (app) =>
-        [config.budgets, appBudgets.get(app) ?? {}].some((b) =>
-          Object.values(b).some((l) => l?.softMinor !== undefined),
-        ),
-      notice: config.notices,
-    }),
+    metrics,
+    logger,
+    hasSoft: (app) => hasSoftLimit(policy.config, app),
+    notice: config.notices,
   });
+  const budgets = budgetGuard(deps, notices);
+  policy.budgets = budgets;
   const outbox = new ChargeOutbox({
     store,
     clock,
@@ -333,16 +460,19 @@ function buildPipelineDeps(deps: ServerDeps, metrics: GatewayMetrics): PipelineD
     onError: moneyFault,
     onApplied: (op) => logger.info({ op: op.op }, 'money operation reached the store from the outbox'),
   });
-  const charges = new ChargeBook({
-    store,
-    budgets,
-    outbox,
-    clock,
-    replicaId,
-    leaseMs,
-    windowMs,
-    onError: moneyFault,
-  });
+  // A reload builds a book on the next budget guard (its caps); the reconciler keeps this one.
+  const chargesFor = (guard: BudgetGuard) =>
+    new ChargeBook({
+      store,
+      budgets: guard,
+      outbox,
+      clock,
+      replicaId,
+      leaseMs,
+      windowMs,
+      onError: moneyFault,
+    });
+  const charges = chargesFor(budgets);
   const reconciler = new Reconciler({
     store,
     upstream,
@@ -363,6 +493,9 @@ function buildPipelineDeps(deps: ServerDeps, metrics: GatewayMetrics): PipelineD
     onError: moneyFault,
   });
   return {
+    policy,
+    notices,
+    chargesFor,
     config,
     upstream,
     store,

@@ -1,21 +1,25 @@
 // The admin API under /admin/, behind the admin token (config admin.tokenHash; absent =
 // the whole API answers 404): spend ledger export (JSON or CSV, by period and app), budgets
 // of every app, open windows, cache purge by INN and cache statistics, the shared rate
-// budgets' state and queues, and the webhook deliveries to apps (state, attempts, next try).
-// Read-only except the purge; refusals use the upstream's envelope.
+// budgets' state and queues, the webhook deliveries to apps (state, attempts, next try), and
+// POST /admin/reload. Read-only except the purge and the reload; refusals use the upstream's envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bearerToken, matchToken } from '../auth/tokens.ts';
 import type { WebhookDeliveries } from '../checks/webhook-deliveries.ts';
+import { ConfigError } from '../config/load.ts';
 import { ledgerCsv } from '../cost/spend-ledger.ts';
 import { checkInn } from '../domain/requests.ts';
 import { ApiError } from '../errors.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 
-function requireAdmin(request: FastifyRequest, deps: PipelineDeps): void {
+/** Checks the admin token against the config in force now; answers that config's deps. */
+function requireAdmin(request: FastifyRequest, current: () => PipelineDeps): PipelineDeps {
+  const deps = current();
   const hash = deps.config.admin.tokenHash;
   if (!hash) throw new ApiError('not_found', {}, 'The admin API is disabled (set admin.tokenHash)');
   const token = bearerToken(request.headers.authorization);
   if (!token || !matchToken(token, [{ tokenHash: hash }])) throw new ApiError('unauthorized');
+  return deps;
 }
 
 /** Accepts ISO dates/times or epoch milliseconds. */
@@ -32,11 +36,29 @@ function parseTime(value: string | undefined, field: string, fallback: number): 
 
 export function registerAdminRoutes(
   app: FastifyInstance,
-  deps: PipelineDeps,
+  current: () => PipelineDeps,
+  reload: () => { apps: string[]; restartNeeded: string[] },
   extra: { webhooks?: WebhookDeliveries } = {},
 ): void {
+  // Re-reads the config files and applies apps, tokens, scopes, budgets, limits and cache ages
+  // (the same as SIGHUP). A bad file: 422 listing every problem; the running config stays.
+  app.post('/admin/reload', async (request) => {
+    requireAdmin(request, current);
+    try {
+      const result = reload();
+      request.log.warn({ apps: result.apps, restartNeeded: result.restartNeeded }, 'configuration reloaded');
+      return { reloaded: true, apps: result.apps, restart_needed: result.restartNeeded };
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
+      request.log.warn({ problems }, 'configuration reload refused; the running config stays');
+      throw ApiError.validation(
+        problems.map((message) => ({ field: 'config', code: 'invalid_config', message })),
+      );
+    }
+  });
+
   app.get('/admin/ledger', async (request, reply) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const q = request.query as Record<string, string | undefined>;
     const format = q.format ?? 'json';
     if (format !== 'json' && format !== 'csv') {
@@ -85,7 +107,7 @@ export function registerAdminRoutes(
   });
 
   app.post('/admin/prices/refresh', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     // Reads the upstream's GET /v1/me now (it is also re-read every cost.pricesRefreshSeconds).
     await deps.prices.refresh();
     const { me, refreshedAt } = deps.prices.snapshot();
@@ -97,19 +119,19 @@ export function registerAdminRoutes(
   });
 
   app.post('/admin/reconcile', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     // One reconciler round now (it also runs every cost.reconcileIntervalMs on every replica).
     return { resolved: await deps.reconciler.runOnce() };
   });
 
   app.get('/admin/budgets', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const names = deps.config.apps.map((a) => a.name);
     return { time_zone: deps.config.cost.timeZone, budgets: await deps.budgets.overview(names) };
   });
 
   app.get('/admin/windows', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const windows = await deps.windows.list();
     return {
       count: windows.length,
@@ -122,7 +144,7 @@ export function registerAdminRoutes(
   });
 
   app.delete('/admin/cache/:inn', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const { inn } = request.params as { inn: string };
     const problems = checkInn(inn);
     if (problems.length) throw ApiError.validation(problems);
@@ -130,13 +152,13 @@ export function registerAdminRoutes(
   });
 
   app.get('/admin/cache/stats', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const stats = await deps.cache.stats();
     return deps.sections ? { ...stats, sections_from_dossier: await deps.sections.snapshot() } : stats;
   });
 
   app.get('/admin/apps', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     return {
       apps: deps.config.apps.map((a) => ({
         name: a.name,
@@ -150,7 +172,7 @@ export function registerAdminRoutes(
   // Every rate class (limit, used in the last window, pause, queued per app, apps waiting on
   // any replica), the upstream's own minute cap when it reported one, and per-app waits.
   app.get('/admin/limits', async (request) => {
-    requireAdmin(request, deps);
+    const deps = requireAdmin(request, current);
     const state = await deps.upstream.governor.state();
     return { ...state, at: new Date(state.at).toISOString() };
   });
@@ -158,7 +180,7 @@ export function registerAdminRoutes(
   // Deliveries of check events to apps' webhooks: pending ones with their next attempt, failed
   // ones with every attempt's status or error (the body is left out: a dossier is ~100 KB).
   app.get('/admin/webhooks', async (request) => {
-    requireAdmin(request, deps);
+    requireAdmin(request, current);
     const q = request.query as Record<string, string | undefined>;
     if (q.state !== undefined && !['pending', 'delivered', 'failed'].includes(q.state)) {
       throw ApiError.validation([

@@ -69,7 +69,7 @@ export interface ResponseCacheOptions {
 export class ResponseCache {
   private readonly store: CacheStore;
   private readonly clock: Clock;
-  private readonly config: CacheConfig;
+  private config: CacheConfig;
   private readonly onError: NonNullable<ResponseCacheOptions['onError']>;
   private readonly counters = new CacheCounters();
 
@@ -78,6 +78,11 @@ export class ResponseCache {
     this.clock = options.clock;
     this.config = options.config;
     this.onError = options.onError ?? (() => {});
+  }
+
+  /** Config reload: new max ages and stale bounds for every read and write from now on. */
+  reconfigure(config: CacheConfig): void {
+    this.config = config;
   }
 
   /** Whether answers of this route are ever cached (the pipeline skips the cache otherwise). */

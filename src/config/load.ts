@@ -117,6 +117,15 @@ export function loadConfig(options: { files?: string[]; env?: Env } = {}): Loade
         continue;
       }
       setPath(raw, path, /^(true|1)$/i.test(value.trim()));
+    } else if (type === 'list') {
+      setPath(
+        raw,
+        path,
+        value
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean),
+      );
     } else {
       setPath(raw, path, value);
     }

@@ -139,6 +139,10 @@ export const configSchema = z
           .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
           .nullable()
           .default(null),
+        /** A Redis Cluster's startup nodes (host:port); any reachable one finds the rest. */
+        redisClusterNodes: z
+          .array(z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):\d{1,5}$/, 'must be host:port'))
+          .default([]),
         prefix: z.string().min(1).default('cpgw:'),
         cacheMaxBytes: z.number().int().min(1_048_576).default(268_435_456),
         /**
@@ -153,6 +157,10 @@ export const configSchema = z
         localCacheBytes: z.number().int().min(0).default(67_108_864),
       })
       .strict()
+      .refine((s) => !(s.redisUrl && s.redisClusterNodes.length > 0), {
+        message: 'set redisUrl (one Redis) or redisClusterNodes (a Redis Cluster), not both',
+        path: ['redisClusterNodes'],
+      })
       .prefault({}),
     log: z
       .object({
@@ -255,39 +263,44 @@ export type GatewayConfig = z.infer<typeof configSchema>;
 export type AppConfig = z.infer<typeof appSchema>;
 
 /** Environment overrides: CPGW_* name → config path and how to read the string. */
-export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: string[]; type: 'string' | 'int' | 'bool' }> =
-  [
-    { env: 'CPGW_HOST', path: ['server', 'host'], type: 'string' },
-    { env: 'CPGW_PORT', path: ['server', 'port'], type: 'int' },
-    { env: 'CPGW_BODY_LIMIT_BYTES', path: ['server', 'bodyLimitBytes'], type: 'int' },
-    { env: 'CPGW_SHUTDOWN_GRACE_MS', path: ['server', 'shutdownGraceMs'], type: 'int' },
-    { env: 'CPGW_TRUST_PROXY', path: ['server', 'trustProxy'], type: 'bool' },
-    { env: 'CPGW_REQUEST_TIMEOUT_MS', path: ['server', 'requestTimeoutMs'], type: 'int' },
-    { env: 'CPGW_HEADERS_TIMEOUT_MS', path: ['server', 'headersTimeoutMs'], type: 'int' },
-    { env: 'CPGW_KEEP_ALIVE_TIMEOUT_MS', path: ['server', 'keepAliveTimeoutMs'], type: 'int' },
-    { env: 'CPGW_PUBLIC_URL', path: ['server', 'publicUrl'], type: 'string' },
-    { env: 'CPGW_WEBHOOKS_PATH', path: ['webhooks', 'path'], type: 'string' },
-    { env: 'CPGW_UPSTREAM_URL', path: ['upstream', 'url'], type: 'string' },
-    { env: 'CPGW_UPSTREAM_TIMEOUT_MS', path: ['upstream', 'timeoutMs'], type: 'int' },
-    { env: 'CPGW_UPSTREAM_CHECK_TIMEOUT_MS', path: ['upstream', 'checkTimeoutMs'], type: 'int' },
-    { env: 'CPGW_UPSTREAM_CONNECTIONS', path: ['upstream', 'connections'], type: 'int' },
-    { env: 'CPGW_REDIS_URL', path: ['store', 'redisUrl'], type: 'string' },
-    { env: 'CPGW_STORE_PREFIX', path: ['store', 'prefix'], type: 'string' },
-    { env: 'CPGW_CACHE_MAX_BYTES', path: ['store', 'cacheMaxBytes'], type: 'int' },
-    { env: 'CPGW_STATE_DIR', path: ['store', 'stateDir'], type: 'string' },
-    { env: 'CPGW_LEASE_MS', path: ['cost', 'leaseMs'], type: 'int' },
-    { env: 'CPGW_RECONCILE_INTERVAL_MS', path: ['cost', 'reconcileIntervalMs'], type: 'int' },
-    { env: 'CPGW_LOCAL_CACHE_BYTES', path: ['store', 'localCacheBytes'], type: 'int' },
-    { env: 'CPGW_LOG_LEVEL', path: ['log', 'level'], type: 'string' },
-    { env: 'CPGW_TIME_ZONE', path: ['cost', 'timeZone'], type: 'string' },
-    { env: 'CPGW_WINDOW_SECONDS', path: ['cost', 'windowSeconds'], type: 'int' },
-    { env: 'CPGW_WINDOW_SAFETY_MARGIN_SECONDS', path: ['cost', 'safetyMarginSeconds'], type: 'int' },
-    { env: 'CPGW_PRICES_REFRESH_SECONDS', path: ['cost', 'pricesRefreshSeconds'], type: 'int' },
-    { env: 'CPGW_METRICS_PORT', path: ['metrics', 'port'], type: 'int' },
-    { env: 'CPGW_METRICS_HOST', path: ['metrics', 'host'], type: 'string' },
-    { env: 'CPGW_NOTICE_URL', path: ['notices', 'url'], type: 'string' },
-    { env: 'CPGW_ADMIN_TOKEN_HASH', path: ['admin', 'tokenHash'], type: 'string' },
-  ];
+export const ENV_OVERRIDES: ReadonlyArray<{
+  env: string;
+  path: string[];
+  /** list: comma-separated strings. */
+  type: 'string' | 'int' | 'bool' | 'list';
+}> = [
+  { env: 'CPGW_HOST', path: ['server', 'host'], type: 'string' },
+  { env: 'CPGW_PORT', path: ['server', 'port'], type: 'int' },
+  { env: 'CPGW_BODY_LIMIT_BYTES', path: ['server', 'bodyLimitBytes'], type: 'int' },
+  { env: 'CPGW_SHUTDOWN_GRACE_MS', path: ['server', 'shutdownGraceMs'], type: 'int' },
+  { env: 'CPGW_TRUST_PROXY', path: ['server', 'trustProxy'], type: 'bool' },
+  { env: 'CPGW_REQUEST_TIMEOUT_MS', path: ['server', 'requestTimeoutMs'], type: 'int' },
+  { env: 'CPGW_HEADERS_TIMEOUT_MS', path: ['server', 'headersTimeoutMs'], type: 'int' },
+  { env: 'CPGW_KEEP_ALIVE_TIMEOUT_MS', path: ['server', 'keepAliveTimeoutMs'], type: 'int' },
+  { env: 'CPGW_PUBLIC_URL', path: ['server', 'publicUrl'], type: 'string' },
+  { env: 'CPGW_WEBHOOKS_PATH', path: ['webhooks', 'path'], type: 'string' },
+  { env: 'CPGW_UPSTREAM_URL', path: ['upstream', 'url'], type: 'string' },
+  { env: 'CPGW_UPSTREAM_TIMEOUT_MS', path: ['upstream', 'timeoutMs'], type: 'int' },
+  { env: 'CPGW_UPSTREAM_CHECK_TIMEOUT_MS', path: ['upstream', 'checkTimeoutMs'], type: 'int' },
+  { env: 'CPGW_UPSTREAM_CONNECTIONS', path: ['upstream', 'connections'], type: 'int' },
+  { env: 'CPGW_REDIS_URL', path: ['store', 'redisUrl'], type: 'string' },
+  { env: 'CPGW_REDIS_CLUSTER_NODES', path: ['store', 'redisClusterNodes'], type: 'list' },
+  { env: 'CPGW_STORE_PREFIX', path: ['store', 'prefix'], type: 'string' },
+  { env: 'CPGW_CACHE_MAX_BYTES', path: ['store', 'cacheMaxBytes'], type: 'int' },
+  { env: 'CPGW_STATE_DIR', path: ['store', 'stateDir'], type: 'string' },
+  { env: 'CPGW_LEASE_MS', path: ['cost', 'leaseMs'], type: 'int' },
+  { env: 'CPGW_RECONCILE_INTERVAL_MS', path: ['cost', 'reconcileIntervalMs'], type: 'int' },
+  { env: 'CPGW_LOCAL_CACHE_BYTES', path: ['store', 'localCacheBytes'], type: 'int' },
+  { env: 'CPGW_LOG_LEVEL', path: ['log', 'level'], type: 'string' },
+  { env: 'CPGW_TIME_ZONE', path: ['cost', 'timeZone'], type: 'string' },
+  { env: 'CPGW_WINDOW_SECONDS', path: ['cost', 'windowSeconds'], type: 'int' },
+  { env: 'CPGW_WINDOW_SAFETY_MARGIN_SECONDS', path: ['cost', 'safetyMarginSeconds'], type: 'int' },
+  { env: 'CPGW_PRICES_REFRESH_SECONDS', path: ['cost', 'pricesRefreshSeconds'], type: 'int' },
+  { env: 'CPGW_METRICS_PORT', path: ['metrics', 'port'], type: 'int' },
+  { env: 'CPGW_METRICS_HOST', path: ['metrics', 'host'], type: 'string' },
+  { env: 'CPGW_NOTICE_URL', path: ['notices', 'url'], type: 'string' },
+  { env: 'CPGW_ADMIN_TOKEN_HASH', path: ['admin', 'tokenHash'], type: 'string' },
+];
 
 /** Secrets: read only from the environment, never from a file. */
 export const SECRET_ENV = {

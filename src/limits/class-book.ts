@@ -55,17 +55,31 @@ export class ClassBook {
     private readonly fair: FairShare,
     private readonly resetMarginMs: number,
     /** A key limit set in config is a ceiling: X-RateLimit-Limit may lower it, never raise it. */
-    readonly keyCeiling = Number.POSITIVE_INFINITY,
+    public keyCeiling = Number.POSITIVE_INFINITY,
   ) {
+    this.setApps(apps);
+    this.keyLimit = classes.key.limit;
+  }
+
+  /** Replaces every app's weight, priority and caps (config reload); checks them all first. */
+  setApps(apps: AppLimits[]): void {
     for (const app of apps) {
       if (app.weight !== undefined && !(app.weight > 0))
         throw new RangeError(`weight of ${app.name} must be > 0`);
       for (const [c, cap] of Object.entries(app.caps ?? {}))
         if (!Number.isSafeInteger(cap) || (cap as number) < 0)
           throw new RangeError(`cap ${c} of ${app.name} must be an integer >= 0`);
-      this.apps.set(app.name, app);
     }
-    this.keyLimit = classes.key.limit;
+    this.apps.clear();
+    for (const app of apps) this.apps.set(app.name, app);
+  }
+
+  /** New class limits (config reload), in place: every holder of `classes` sees them at once. */
+  setClasses(next: Record<LimitClassName, LimitClassConfig>, keyCeiling: number): void {
+    for (const name of LIMIT_CLASS_NAMES) Object.assign(this.classes[name], next[name]);
+    this.keyCeiling = keyCeiling;
+    // The next upstream answer lowers it again if X-RateLimit-Limit says less.
+    this.keyLimit = Math.min(next.key.limit, keyCeiling);
   }
 
   /** Follows the upstream's X-RateLimit-Limit (up to the ceiling); true when the limit changed. */

@@ -73,6 +73,7 @@ export class RateGovernor {
   private readonly stats = new WaitStats();
   private readonly fair: FairShare;
   private readonly follower: UpstreamFollower;
+  private readonly weights = new Map<string, number>();
   private keyInFlight = 0;
   /** X-RateLimit-* per app and route, kept 200 ms unless something changes here. */
   private readonly headroomMemo = new HeadroomMemo(200);
@@ -108,7 +109,8 @@ export class RateGovernor {
         this.wakeAll();
       },
     });
-    const weights = new Map((options.apps ?? []).map((a) => [a.name, a.weight ?? 1]));
+    const weights = this.weights;
+    for (const a of options.apps ?? []) weights.set(a.name, a.weight ?? 1);
     this.fair = new FairShare({
       store: this.slots,
       now: () => this.clock.now(),
@@ -141,6 +143,23 @@ export class RateGovernor {
       onChange: () => this.wakeAll(),
       onError: this.onError,
     });
+  }
+
+  /**
+   * Config reload: new class limits and per-app weights, priorities and caps, all checked before
+   * any is applied (a RangeError leaves everything as it was). Waiters are re-examined at once.
+   */
+  reconfigure(options: Pick<RateGovernorOptions, 'classes' | 'apps'>): void {
+    const classes = limitClassesWith(options.classes);
+    const apps = options.apps ?? [];
+    for (const app of apps)
+      if (app.weight !== undefined && !(app.weight > 0))
+        throw new RangeError(`weight of ${app.name} must be > 0`);
+    this.book.setApps(apps);
+    this.weights.clear();
+    for (const a of apps) this.weights.set(a.name, a.weight ?? 1);
+    this.book.setClasses(classes, options.classes?.key?.limit ?? Number.POSITIVE_INFINITY);
+    this.wakeAll();
   }
 
   /** How long a call of this route may wait in the queue: `requested`, else its class default. */

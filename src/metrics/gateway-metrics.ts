@@ -87,6 +87,14 @@ export class GatewayMetrics {
     this.m.webhookDeliveries.inc({ app: this.app(app), result });
   }
 
+  /** Config reload: apps added to config get their own label (series at 0); removed ones keep theirs. */
+  addApps(names: readonly string[]): void {
+    const fresh = names.filter((n) => !this.apps.has(n));
+    if (fresh.length === 0) return;
+    for (const n of fresh) this.apps.add(n);
+    this.zero();
+  }
+
   /** Creates the fixed-label counters at 0 so rates and alerts have a series from the start. */
   private zero(): void {
     const { m } = this;

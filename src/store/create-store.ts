@@ -1,13 +1,15 @@
-// Picks the Store backend: Redis when a URL is configured, the in-process memory store otherwise.
-// Must never: connect anywhere when no URL is given, or hide which backend it chose (Store.kind).
+// Picks the Store backend: Redis when a URL or cluster nodes are configured, the in-process memory store otherwise.
+// Must never: connect anywhere when neither is given, or hide which backend it chose (Store.kind).
 import type { Clock } from '../clock.ts';
 import { MemoryStore } from './memory/memory-store.ts';
 import { RedisStore } from './redis/redis-store.ts';
 import type { Store } from './store.ts';
 
 export interface CreateStoreOptions {
-  /** redis:// or rediss:// URL; absent or empty = memory store. */
+  /** redis:// or rediss:// URL; absent or empty (and no cluster nodes) = memory store. */
   redisUrl?: string;
+  /** A Redis Cluster's startup nodes (host:port); when given, used instead of redisUrl. */
+  redisClusterNodes?: string[];
   /** Redis key prefix; default "cpgw:". */
   prefix?: string;
   clock: Clock;
@@ -21,9 +23,10 @@ export interface CreateStoreOptions {
 
 export function createStore(options: CreateStoreOptions): Store {
   const { redisUrl, prefix, clock, cacheMaxBytes, onError } = options;
-  if (redisUrl) {
+  const clusterNodes = options.redisClusterNodes ?? [];
+  if (redisUrl || clusterNodes.length > 0) {
     return new RedisStore({
-      url: redisUrl,
+      ...(clusterNodes.length > 0 ? { clusterNodes } : { url: redisUrl }),
       clock,
       cacheMaxBytes,
       localCacheBytes: options.localCacheBytes ?? 0,

@@ -91,6 +91,17 @@ describe('cpgw', () => {
     expect(bad.status).toBe(2);
   });
 
+  it('token new --admin (or --app admin): the admin section, never "under apps:"', () => {
+    for (const args of [['--admin'], ['--app', 'admin']]) {
+      const r = spawnSync('node', [...CLI, 'token', 'new', ...args], { env: cleanEnv(), encoding: 'utf8' });
+      expect(r.status).toBe(0);
+      const token = /\n {2}(cpgw_\S+)\n/.exec(r.stdout)![1]!;
+      expect(r.stdout).toContain(`admin:\n    tokenHash: "${tokenHash(token)}"`);
+      expect(r.stdout).toContain(`CPGW_ADMIN_TOKEN_HASH=${tokenHash(token)}`);
+      expect(r.stdout).not.toContain('paste under apps');
+    }
+  });
+
   it('--help on every subcommand: its own usage on stdout, exit 0', () => {
     const cases: Array<[string[], RegExp]> = [
       [['--help'], /usage: cpgw <command>/],

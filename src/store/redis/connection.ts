@@ -3,11 +3,22 @@
 // with StoreUnavailableError, while the client keeps reconnecting in the background with a short
 // capped backoff (RECONNECT_CAP_MS), so it is back within about half a second of Redis's return.
 //
+// A Redis Cluster (startup nodes instead of a URL) gets an ioredis Cluster with the same
+// behaviour: keys.ts keeps every script's keys in one slot, and during a failover commands fail
+// fast (StoreUnavailableError) until the cluster has promoted a replica and the client has
+// refreshed its slot map.
+//
 // Must never: let a command wait forever, queue commands while disconnected (after the first
 // connection), crash the process on an 'error' event, or report the same outage once per
 // reconnect attempt.
-import { Redis, type RedisOptions, ReplyError } from 'ioredis';
+import { Cluster, Redis, type RedisOptions, ReplyError } from 'ioredis';
 import { StoreUnavailableError } from '../store.ts';
+
+/** One Redis server or a Redis Cluster: every role speaks to either through the same commands. */
+export type RedisClient = Redis | Cluster;
+
+/** Where the store's data lives: one server (url) or a cluster (its startup nodes, host:port). */
+export type RedisTarget = { url: string } | { clusterNodes: string[] };
 
 export interface ConnectionOptions {
   /** Time allowed to open a connection. Default 2000 ms. */
@@ -20,19 +31,52 @@ export interface ConnectionOptions {
 const TRANSIENT_REPLY = /^(LOADING|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|BUSY)\b/;
 
 export function openClient(
-  url: string,
+  target: RedisTarget,
   options: ConnectionOptions,
   onError: (error: unknown) => void,
-): Redis {
+): RedisClient {
   const redisOptions: RedisOptions = {
     connectTimeout: options.connectTimeoutMs ?? 2000,
     commandTimeout: options.commandTimeoutMs ?? 2000,
     maxRetriesPerRequest: 1,
-    // Queue only until the first connection (watchClient turns it off once ready).
+  };
+  if ('clusterNodes' in target) {
+    const cluster = new Cluster(target.clusterNodes.map(parseNode), {
+      redisOptions,
+      // Queue only until the first connection (watchClient turns it off once ready).
+      enableOfflineQueue: true,
+      clusterRetryStrategy: reconnectDelay,
+      // MOVED/ASK/TRYAGAIN/CLUSTERDOWN: follow a few redirections, briefly, then fail fast.
+      maxRedirections: 4,
+      retryDelayOnFailover: 100,
+      retryDelayOnClusterDown: 100,
+      retryDelayOnTryAgain: 100,
+      slotsRefreshTimeout: options.connectTimeoutMs ?? 2000,
+      scaleReads: 'master',
+    });
+    return watchClient(cluster, onError);
+  }
+  // Queue only until the first connection (watchClient turns it off once ready).
+  const single = new Redis(target.url, {
+    ...redisOptions,
     enableOfflineQueue: true,
     retryStrategy: reconnectDelay,
-  };
-  return watchClient(new Redis(url, redisOptions), onError);
+  });
+  return watchClient(single, onError);
+}
+
+/** "host:port" (or "[v6]:port") as an ioredis cluster startup node. */
+export function parseNode(node: string): { host: string; port: number } {
+  const match = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(node.trim());
+  const port = Number(match?.[2]);
+  if (!match || port < 1 || port > 65535)
+    throw new RangeError(`Redis cluster node must be host:port, got "${node}"`);
+  return { host: match[1]!, port };
+}
+
+/** The servers holding data: every master of a cluster, or the one server (SCAN runs on each). */
+export function dataNodes(client: RedisClient): Redis[] {
+  return client instanceof Cluster ? client.nodes('master') : [client];
 }
 
 /** Longest wait between reconnect attempts: recovery comes at most this long after Redis is back. */
@@ -47,7 +91,11 @@ export function reconnectDelay(times: number): number {
  * Reports the first error of each outage and (unless `keepQueue`: a subscriber connection that
  * must re-subscribe) stops offline queueing once connected.
  */
-export function watchClient(client: Redis, onError: (error: unknown) => void, keepQueue = false): Redis {
+export function watchClient<C extends RedisClient>(
+  client: C,
+  onError: (error: unknown) => void,
+  keepQueue = false,
+): C {
   let healthy = true;
   client.on('ready', () => {
     healthy = true;
@@ -61,7 +109,7 @@ export function watchClient(client: Redis, onError: (error: unknown) => void, ke
 }
 
 /** Calls `then` each time the client is ready again after having lost its connection. */
-export function onReconnect(client: Redis, then: () => void): void {
+export function onReconnect(client: RedisClient, then: () => void): void {
   let lost = false;
   client.on('close', () => {
     lost = true;
@@ -86,7 +134,7 @@ export function toStoreError(error: unknown): unknown {
   return new StoreUnavailableError(`Redis unavailable: ${message}`, { cause: error });
 }
 
-export async function quit(client: Redis): Promise<void> {
+export async function quit(client: RedisClient): Promise<void> {
   if (client.status === 'end') return;
   try {
     await Promise.race([client.quit(), new Promise((r) => setTimeout(r, 1000).unref())]);

@@ -2,14 +2,13 @@
 // (EVALSHA, loading the script when the server does not know it) and the error mapping.
 //
 // Must never: let a connection fault escape as anything but StoreUnavailableError.
-import type { Redis } from 'ioredis';
-import { isNoScript, toStoreError } from './connection.ts';
+import { isNoScript, type RedisClient, toStoreError } from './connection.ts';
 import type { RedisKeys } from './keys.ts';
 import type { LuaScript } from './lua.ts';
 
 export class RedisLink {
   constructor(
-    readonly client: Redis,
+    readonly client: RedisClient,
     readonly k: RedisKeys,
     readonly onError: (error: unknown) => void,
   ) {}

@@ -3,13 +3,13 @@
 // while a subscriber is disconnected are lost.
 //
 // Must never: run a subscriber's handler inside publish(), or let a throwing handler stop others.
-import type { Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import type { BusStore } from '../bus-store.ts';
-import { quit, watchClient } from './connection.ts';
+import { quit, type RedisClient, watchClient } from './connection.ts';
 import type { RedisLink } from './link.ts';
 
 export class RedisBus implements BusStore {
-  private subscriber: Redis | null = null;
+  private subscriber: RedisClient | null = null;
   private readonly handlers = new Map<string, Set<(message: string) => void>>();
   private readonly subscribing = new Map<string, Promise<unknown>>();
 
@@ -60,14 +60,16 @@ export class RedisBus implements BusStore {
     if (this.subscriber) await quit(this.subscriber);
   }
 
-  private connection(): Redis {
+  private connection(): RedisClient {
     if (!this.subscriber) {
       // A subscriber queues its SUBSCRIBE until connected and re-subscribes after a reconnect.
-      const sub = watchClient(
-        this.link.client.duplicate({ enableOfflineQueue: true }),
-        this.link.onError,
-        true,
-      );
+      // (Cluster: PUBLISH reaches every node, so one subscriber connection hears every channel.)
+      const { client } = this.link;
+      const copy =
+        client instanceof Cluster
+          ? client.duplicate([], { enableOfflineQueue: true })
+          : client.duplicate({ enableOfflineQueue: true });
+      const sub = watchClient(copy, this.link.onError, true);
       sub.on('message', (channel: string, message: string) => {
         for (const listener of this.handlers.get(channel) ?? []) listener(message);
       });

@@ -1,9 +1,12 @@
 // The Redis store's state role: plain keys with PX (never evicted by the cache's accounting),
 // owner locks (compare-and-delete / compare-and-extend scripts) and binary blobs.
 //
+// keys() scans every master of a cluster (connection.ts dataNodes).
+//
 // Must never: list cache entries or blobs among state keys, or let a non-owner release or renew.
 import type { StateStore } from '../state-store.ts';
 import { DEFAULT_KEYS_LIMIT, ttlOf } from '../store-util.ts';
+import { dataNodes } from './connection.ts';
 import type { RedisLink } from './link.ts';
 import { RELEASE_LOCK, RENEW_LOCK } from './state-scripts.ts';
 
@@ -31,16 +34,19 @@ export class RedisState implements StateStore {
     const { link } = this;
     return link.run(async () => {
       const found = new Set<string>();
-      for (const pattern of link.k.statePatterns(prefix)) {
-        let cursor = '0';
-        do {
-          const [next, batch] = await link.client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-          cursor = next;
-          for (const redisKey of batch) {
-            const logical = link.k.logicalState(redisKey);
-            if (logical?.startsWith(prefix) && found.size < limit) found.add(logical);
-          }
-        } while (cursor !== '0' && found.size < limit);
+      // A cluster spreads state keys over its masters by INN tag: SCAN each one.
+      for (const node of dataNodes(link.client)) {
+        for (const pattern of link.k.statePatterns(prefix)) {
+          let cursor = '0';
+          do {
+            const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+            cursor = next;
+            for (const redisKey of batch) {
+              const logical = link.k.logicalState(redisKey);
+              if (logical?.startsWith(prefix) && found.size < limit) found.add(logical);
+            }
+          } while (cursor !== '0' && found.size < limit);
+        }
       }
       return [...found];
     });

@@ -1,4 +1,4 @@
-// The shared Store: any number of gateway replicas on one Redis (ioredis). Each role is its own
+// The shared Store: any number of gateway replicas on one Redis or one Redis Cluster (ioredis). Each role is its own
 // small class over one shared command connection (link.ts); pub/sub has its own connection.
 // Every multi-step operation is one Lua script (*-scripts.ts); key names and hash tags are in
 // keys.ts. In front of the cache role sits an in-process tier (local-cache-tier.ts) when
@@ -15,7 +15,7 @@
 // Must never: hang a request on a dead Redis, block the event loop, or touch keys outside its prefix.
 import type { Clock } from '../../clock.ts';
 import { ComposedStore } from '../composed-store.ts';
-import { type ConnectionOptions, onReconnect, openClient, quit } from './connection.ts';
+import { type ConnectionOptions, onReconnect, openClient, quit, type RedisTarget } from './connection.ts';
 import { RedisKeys } from './keys.ts';
 import { RedisLink } from './link.ts';
 import { LocalCacheTier } from './local-cache-tier.ts';
@@ -28,7 +28,10 @@ import { RedisSlots } from './redis-slots.ts';
 import { RedisState } from './redis-state.ts';
 
 export interface RedisStoreOptions extends ConnectionOptions {
-  url: string;
+  /** One Redis server; ignored when clusterNodes is set. */
+  url?: string;
+  /** A Redis Cluster's startup nodes ("host:port"); keys.ts keeps each script's keys in one slot. */
+  clusterNodes?: string[];
   /** Prepended to every key and channel. Default "cpgw:". */
   prefix?: string;
   /** The gateway clock; used only to measure skew against Redis (serverTimeSkewMs). */
@@ -43,6 +46,12 @@ export interface RedisStoreOptions extends ConnectionOptions {
   localCacheBytes?: number;
 }
 
+function redisTarget(options: RedisStoreOptions): RedisTarget {
+  if (options.clusterNodes?.length) return { clusterNodes: options.clusterNodes };
+  if (options.url) return { url: options.url };
+  throw new RangeError('RedisStore needs a url or clusterNodes');
+}
+
 export class RedisStore extends ComposedStore {
   override readonly kind = 'redis' as const;
   private readonly link: RedisLink;
@@ -54,7 +63,7 @@ export class RedisStore extends ComposedStore {
   constructor(options: RedisStoreOptions) {
     const onError = options.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
     const link = new RedisLink(
-      openClient(options.url, options, onError),
+      openClient(redisTarget(options), options, onError),
       new RedisKeys(options.prefix ?? 'cpgw:'),
       onError,
     );

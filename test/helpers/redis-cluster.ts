@@ -1,0 +1,213 @@
+// A private Redis Cluster for tests: three masters (and one replica each) as local redis-server
+// processes on free ports, joined with `redis-cli --cluster create`, torn down (processes and
+// their temporary directory) by stop(). Node timeout 1 s, so a replica takes over from a dead or
+// handed-over master within a few seconds. Without redis-server/redis-cli the tests are skipped
+// with a loud notice, unless REQUIRE_REDIS=1, where that fails the run.
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { freePort } from './redis.ts';
+
+const run = promisify(execFile);
+
+export interface TestCluster {
+  /** Startup nodes for store.redisClusterNodes: every master, "127.0.0.1:port". */
+  nodes: string[];
+  /** The port of the master serving `key`'s slot right now. */
+  masterOf(key: string): Promise<number>;
+  /** Masters' ports right now. */
+  masters(): Promise<number[]>;
+  /** Keys under `pattern` per master port (to see state spread over the masters). */
+  keysPerMaster(pattern: string): Promise<Map<number, number>>;
+  /**
+   * Hands `key`'s slot over to its master's replica (CLUSTER FAILOVER on the replica) and waits
+   * until the replica is master and every node agrees. Answers the old and new master's ports.
+   */
+  failover(key: string): Promise<{ from: number; to: number }>;
+  stop(): Promise<void>;
+}
+
+function hasBinaries(): boolean {
+  return ['redis-server', 'redis-cli'].every(
+    (bin) => spawnSync(bin, ['--version'], { stdio: 'ignore' }).status === 0,
+  );
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      // a node not answering yet
+    }
+    if (Date.now() > deadline) throw new Error(`Redis cluster: ${what} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function withNode<T>(port: number, use: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return await use(client);
+  } finally {
+    client.disconnect();
+  }
+}
+
+const info = (port: number, section: string) =>
+  withNode(port, (c) =>
+    c.call(section === 'cluster' ? 'CLUSTER' : 'INFO', section === 'cluster' ? 'INFO' : section),
+  ) as Promise<string>;
+
+/** A 3-master cluster (with a replica per master when `replicas`), or null when the tools are missing. */
+export async function startTestCluster(options: { replicas?: boolean } = {}): Promise<TestCluster | null> {
+  if (!hasBinaries()) {
+    if (process.env.REQUIRE_REDIS === '1')
+      throw new Error('REQUIRE_REDIS=1 but redis-server/redis-cli are missing');
+    console.warn('\n!!! NO redis-server/redis-cli: Redis Cluster tests are SKIPPED !!!\n');
+    return null;
+  }
+  const count = options.replicas ? 6 : 3;
+  const dir = mkdtempSync(join(tmpdir(), 'cpgw-cluster-'));
+  const ports: number[] = [];
+  const children: ChildProcess[] = [];
+  const stop = async () => {
+    await Promise.all(
+      children.map(async (child) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGKILL');
+        await exited;
+      }),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 0; i < count; i++) {
+      const port = await freePort();
+      ports.push(port);
+      const child = spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          '1000',
+          '--dir',
+          dir,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+        ],
+        { stdio: 'ignore' },
+      );
+      children.push(child);
+    }
+    for (const port of ports)
+      await until(`node ${port} up`, () => withNode(port, async (c) => (await c.ping()) === 'PONG'));
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      options.replicas ? '1' : '0',
+      '--cluster-yes',
+    ]);
+    await until('every node sees state ok', async () => {
+      for (const port of ports) if (!(await info(port, 'cluster')).includes('cluster_state:ok')) return false;
+      return true;
+    });
+    if (options.replicas) {
+      await until('replicas in sync', async () => {
+        let synced = 0;
+        for (const port of ports)
+          if ((await info(port, 'replication')).includes('master_link_status:up')) synced++;
+        return synced === 3;
+      });
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  const slotsOf = async (): Promise<
+    Array<{ from: number; to: number; master: number; replicas: number[] }>
+  > => {
+    const raw = (await withNode(ports[0]!, (c) => c.call('CLUSTER', 'SLOTS'))) as Array<
+      [number, number, [string, number], ...Array<[string, number]>]
+    >;
+    return raw.map(([from, to, master, ...replicas]) => ({
+      from,
+      to,
+      master: Number(master[1]),
+      replicas: replicas.map((r) => Number(r[1])),
+    }));
+  };
+  const slotOf = (key: string) =>
+    withNode(ports[0]!, (c) => c.call('CLUSTER', 'KEYSLOT', key)) as Promise<number>;
+  const rangeOf = async (key: string) => {
+    const slot = await slotOf(key);
+    const range = (await slotsOf()).find((r) => r.from <= slot && slot <= r.to);
+    if (!range) throw new Error(`no master serves slot ${slot}`);
+    return range;
+  };
+
+  return {
+    nodes: ports.slice(0, 3).map((p) => `127.0.0.1:${p}`),
+    masterOf: async (key) => (await rangeOf(key)).master,
+    masters: async () => [...new Set((await slotsOf()).map((r) => r.master))],
+    keysPerMaster: async (pattern) => {
+      const out = new Map<number, number>();
+      for (const { master } of await slotsOf()) {
+        if (out.has(master)) continue;
+        const keys = await withNode(master, async (c) => {
+          let cursor = '0';
+          let n = 0;
+          do {
+            const [next, batch] = await c.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+            cursor = next;
+            n += batch.length;
+          } while (cursor !== '0');
+          return n;
+        });
+        out.set(master, keys);
+      }
+      return out;
+    },
+    failover: async (key) => {
+      const range = await rangeOf(key);
+      const to = range.replicas[0];
+      if (to === undefined)
+        throw new Error('this cluster has no replicas (startTestCluster({ replicas: true }))');
+      await until('replica caught up before the hand-over', async () =>
+        (await info(to, 'replication')).includes('master_link_status:up'),
+      );
+      await withNode(to, (c) => c.call('CLUSTER', 'FAILOVER'));
+      await until('the replica became master on every node', async () => {
+        for (const port of ports) {
+          const slots = (await withNode(port, (c) => c.call('CLUSTER', 'SLOTS'))) as Array<
+            [number, number, [string, number]]
+          >;
+          const served = slots.find(([a, b]) => a <= range.from && range.from <= b);
+          if (!served || Number(served[2][1]) !== to) return false;
+        }
+        return true;
+      });
+      return { from: range.master, to };
+    },
+    stop,
+  };
+}
