@@ -114,7 +114,11 @@ describe('the charge gate on a manual clock', () => {
     const first = await gate.enter(INN, 'dossier', clock.now() + 30_000);
     expect(first.charged).toBe(true);
     const waiting = gate.enter(INN, 'dossier', clock.now() + 30_000);
-    await drive(clock, new Promise((r) => setTimeout(r, 5)), 25);
+    // A few polls of the waiter on the clock (bounded: its 30 s deadline must not pass).
+    for (let i = 0; i < 10; i++) {
+      await new Promise((r) => setImmediate(r));
+      if (clock.pendingSleeps > 0) clock.advance(25);
+    }
     await windows.open(INN, 'dossier', clock.now());
     if (first.charged) await first.release();
     const second = await drive(clock, waiting, 25);
@@ -177,10 +181,15 @@ describe('cross-replica coalescing on a manual clock', () => {
       });
     };
     const park = (a: SharedAnswer) => a;
-    const leader = replicaA.run('k', clock.now() + 10_000, call, park);
+    const leader = replicaA.run('k', clock.now() + 60_000, call, park);
     await new Promise((r) => setImmediate(r));
-    const follower = replicaB.run('k', clock.now() + 10_000, call, park);
-    await drive(clock, new Promise((r) => setTimeout(r, 5)), 20);
+    const follower = replicaB.run('k', clock.now() + 60_000, call, park);
+    // Ten polls of the follower on the clock (200 ms of clock time), then the leader answers.
+    for (let i = 0; i < 10; i++) {
+      await new Promise((r) => setImmediate(r));
+      if (clock.pendingSleeps > 0) clock.advance(20);
+    }
+    expect(calls).toBe(1);
     finish({ status: 200, headers: {}, body: Buffer.from('dossier') });
     const [a, b] = await drive(clock, Promise.all([leader, follower]), 20);
     expect(calls).toBe(1);
