@@ -15,10 +15,12 @@ import type { PipelineDeps } from '../pipeline/deps.ts';
 /** Checks the admin token against the config in force now; answers that config's deps. */
 function requireAdmin(request: FastifyRequest, current: () => PipelineDeps): PipelineDeps {
   const deps = current();
-  const hash = deps.config.admin.tokenHash;
-  if (!hash) throw new ApiError('not_found', {}, 'The admin API is disabled (set admin.tokenHash)');
+  const { tokenHash, previousTokenHash } = deps.config.admin;
+  if (!tokenHash) throw new ApiError('not_found', {}, 'The admin API is disabled (set admin.tokenHash)');
+  // During a rotation the previous token is accepted too (both compared in constant time).
+  const accepted = [tokenHash, previousTokenHash].filter((h): h is string => h !== null);
   const token = bearerToken(request.headers.authorization);
-  if (!token || !matchToken(token, [{ tokenHash: hash }])) throw new ApiError('unauthorized');
+  if (!token || !matchToken(token, accepted.map((h) => ({ tokenHash: h })))) throw new ApiError('unauthorized');
   return deps;
 }
 

@@ -252,7 +252,15 @@ export const configSchema = z
       .strict()
       .prefault({}),
     admin: z
-      .object({ tokenHash: tokenHash.nullable().default(null) })
+      .object({
+        tokenHash: tokenHash.nullable().default(null),
+        /**
+         * Rotation: the admin token being replaced, accepted beside tokenHash until it is removed
+         * (put the new hash in tokenHash, move the old one here, reload, hand out the new token,
+         * then drop this and reload again).
+         */
+        previousTokenHash: tokenHash.nullable().default(null),
+      })
       .strict()
       .prefault({}),
     apps: z.array(appSchema).default([]),
@@ -300,6 +308,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'CPGW_METRICS_HOST', path: ['metrics', 'host'], type: 'string' },
   { env: 'CPGW_NOTICE_URL', path: ['notices', 'url'], type: 'string' },
   { env: 'CPGW_ADMIN_TOKEN_HASH', path: ['admin', 'tokenHash'], type: 'string' },
+  { env: 'CPGW_ADMIN_PREVIOUS_TOKEN_HASH', path: ['admin', 'previousTokenHash'], type: 'string' },
 ];
 
 /** Secrets: read only from the environment, never from a file. */
