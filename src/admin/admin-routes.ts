@@ -20,7 +20,14 @@ function requireAdmin(request: FastifyRequest, current: () => PipelineDeps): Pip
   // During a rotation the previous token is accepted too (both compared in constant time).
   const accepted = [tokenHash, previousTokenHash].filter((h): h is string => h !== null);
   const token = bearerToken(request.headers.authorization);
-  if (!token || !matchToken(token, accepted.map((h) => ({ tokenHash: h })))) throw new ApiError('unauthorized');
+  if (
+    !token ||
+    !matchToken(
+      token,
+      accepted.map((h) => ({ tokenHash: h })),
+    )
+  )
+    throw new ApiError('unauthorized');
   return deps;
 }
 
