@@ -9,9 +9,19 @@
 // - No answer (timeout, lost connection, a fault): the outcome is unknown, so the charge stays
 //   counted against every budget until the reconciler replays its key.
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
-import { isRefusal, type Outcome } from '../outcome.ts';
+import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
 import { ClientGone } from './upstream.ts';
+
+/**
+ * An answer that does not tell whether the key's call was charged: 409 idempotency_in_progress
+ * (the first attempt, e.g. one that timed out, is still running upstream and may yet charge), or
+ * a 5xx without X-Charged-Minor (a proxy's or a failure's answer, not the upstream's verdict).
+ */
+function outcomeUnknown(out: Answer): boolean {
+  if (out.status === 409) return true;
+  return out.status >= 500 && out.headers['x-charged-minor'] === undefined;
+}
 
 export const record: StageFactory = (deps) => async (ctx, next) => {
   const charge = ctx.charge;
@@ -29,6 +39,13 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
     if (ctx.outcomeUnknown) await deps.charges.unknown(charge);
     else await deps.charges.release(charge);
     return out;
+  }
+  if (outcomeUnknown(out)) {
+    // The upstream is still executing the key (409), or failed without saying what it charged:
+    // counted until the reconciler's replay knows.
+    await deps.charges.unknown(charge);
+    ctx.chargedMinor = 0;
+    return { ...out, headers: { ...out.headers, 'x-charged-minor': '0' } };
   }
   const reported = Number(out.headers['x-charged-minor'] ?? '0');
   const amount = Number.isSafeInteger(reported) && reported > 0 ? reported : 0;

@@ -1,0 +1,129 @@
+// The record stage's verdicts on a charged call's outcome, over the real ChargeBook, outbox and
+// memory store: a charge is recorded, a proven no-charge released, and an answer that does not
+// say (409 still executing, a 5xx without X-Charged-Minor, no answer at all) leaves the pending
+// entry counted for the reconciler. Found in CI: a retry that met 409 released a hold the first
+// attempt went on to spend (the gateway ledger then lacked an entry the upstream charged).
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.ts';
+import { BudgetGuard } from '../../src/cost/budget-guard.ts';
+import { ChargeBook } from '../../src/cost/charge-book.ts';
+import { ChargeOutbox } from '../../src/cost/charge-outbox.ts';
+import { WindowTracker } from '../../src/cost/window-tracker.ts';
+import { createLogger } from '../../src/logger.ts';
+import type { RequestContext } from '../../src/pipeline/context.ts';
+import type { PipelineDeps } from '../../src/pipeline/deps.ts';
+import type { Answer, Outcome } from '../../src/pipeline/outcome.ts';
+import { upstreamUnavailable } from '../../src/pipeline/refusals.ts';
+import { compose } from '../../src/pipeline/stage.ts';
+import { record } from '../../src/pipeline/stages/record.ts';
+import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+
+const INN = '7707083893';
+
+async function run(outcome: Outcome, unknownFlag = false) {
+  const clock = new ManualClock();
+  const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+  const budgets = new BudgetGuard({
+    store,
+    clock,
+    timeZone: 'Europe/Moscow',
+    global: {},
+    apps: new Map(),
+    holdMs: 60_000,
+  });
+  const outbox = new ChargeOutbox({ store, clock, stateDir: null });
+  const charges = new ChargeBook({
+    store,
+    budgets,
+    outbox,
+    clock,
+    replicaId: 'r1',
+    leaseMs: 10_000,
+    windowMs: 900_000,
+  });
+  const windows = new WindowTracker({ store, clock, windowMs: 900_000, safetyMarginMs: 30_000 });
+  const metrics = { charge: () => {}, saved: () => {} };
+  const deps = {
+    clock,
+    charges,
+    windows,
+    logger: createLogger('silent'),
+    metrics,
+  } as unknown as PipelineDeps;
+  const opened = await charges.open({
+    key: 'gw1r-k',
+    requestId: 'req',
+    app: 'crm',
+    operation: 'company',
+    kind: 'dossier',
+    inn: INN,
+    estimateMinor: 9900,
+    method: 'GET',
+    target: `/v1/companies/${INN}`,
+    body: null,
+    opens: 'dossier',
+  });
+  if (!opened.ok) throw new Error('refused');
+  const ctx = {
+    route: { name: 'company' },
+    app: { name: 'crm' },
+    call: { idempotencyKey: undefined },
+    shape: { kind: 'dossier', inn: INN, covered: 'dossier', opens: 'dossier' },
+    charge: opened.charge,
+    outcomeUnknown: unknownFlag,
+    startedAt: clock.now(),
+  } as unknown as RequestContext;
+  await compose([record(deps), async () => outcome])(ctx);
+  const [counter] = await store.readCounters(budgets.counterSpecs('crm').map((s) => s.key));
+  return {
+    pending: await store.pendingCharges(),
+    counter: counter!,
+    ledger: await store.readLedger(0, 2 ** 52),
+  };
+}
+
+const answer = (status: number, headers: Record<string, string>, body: unknown = {}): Answer => ({
+  status,
+  headers,
+  body: Buffer.from(JSON.stringify(body)),
+});
+
+describe('record stage', () => {
+  it('a charged answer is recorded: ledger entry, spend, no hold, no pending entry', async () => {
+    const r = await run(answer(200, { 'x-charged-minor': '9900' }));
+    expect(r.ledger).toHaveLength(1);
+    expect(r.counter).toMatchObject({ spentMinor: 9900, reservedMinor: 0 });
+    expect(r.pending).toEqual([]);
+  });
+
+  it('an answer that says nothing was charged releases the hold', async () => {
+    const r = await run(answer(404, { 'x-charged-minor': '0' }, { error: { code: 'not_found' } }));
+    expect(r.counter).toMatchObject({ spentMinor: 0, reservedMinor: 0 });
+    expect(r.pending).toEqual([]);
+  });
+
+  it('409 idempotency_in_progress keeps the charge counted for the reconciler', async () => {
+    const r = await run(
+      answer(409, { 'x-charged-minor': '0' }, { error: { code: 'idempotency_in_progress' } }),
+    );
+    expect(r.counter).toMatchObject({ spentMinor: 0, reservedMinor: 9900 });
+    expect(r.pending).toHaveLength(1);
+    expect(r.pending[0]!.leaseUntil).toBe(0);
+  });
+
+  it('a 5xx without X-Charged-Minor keeps it counted; one with X-Charged-Minor: 0 releases', async () => {
+    const unknown = await run(answer(502, {}, { error: { code: 'bad_gateway' } }));
+    expect(unknown.pending).toHaveLength(1);
+    const told = await run(
+      answer(503, { 'x-charged-minor': '0' }, { error: { code: 'billing_unavailable' } }),
+    );
+    expect(told.pending).toEqual([]);
+    expect(told.counter.reservedMinor).toBe(0);
+  });
+
+  it('no answer (a timeout) keeps it counted', async () => {
+    const r = await run(upstreamUnavailable('timeout'), true);
+    expect(r.counter).toMatchObject({ spentMinor: 0, reservedMinor: 9900 });
+    expect(r.pending).toHaveLength(1);
+  });
+});
