@@ -10,6 +10,7 @@ import { ConfigError } from '../config/load.ts';
 import { ledgerCsv } from '../cost/spend-ledger.ts';
 import { checkInn } from '../domain/requests.ts';
 import { ApiError } from '../errors.ts';
+import { adminOpenApi } from '../openapi/admin-openapi.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 
 /** Checks the admin token against the config in force now; answers that config's deps. */
@@ -51,6 +52,12 @@ export function registerAdminRoutes(
 ): void {
   // Re-reads the config files and applies apps, tokens, scopes, budgets, limits and cache ages
   // (the same as SIGHUP). A bad file: 422 listing every problem; the running config stays.
+  app.get('/admin/openapi.json', async (request) => {
+    requireAdmin(request, current);
+    const base = `${request.protocol}://${request.headers.host ?? 'localhost'}`;
+    return adminOpenApi(base);
+  });
+
   app.post('/admin/reload', async (request) => {
     requireAdmin(request, current);
     try {

@@ -110,8 +110,10 @@ export const schemas: Record<string, Schema> = {
     },
   ),
   Section: {
+    // anyOf, not oneOf: a page is also an object, so a page would match two branches and fail
+    // oneOf's "exactly one" (Prism and ajv reject every paged answer).
     description: 'A section: a page (items and cursor), an array of objects, or an object.',
-    oneOf: [
+    anyOf: [
       ref('SectionPage'),
       arr(obj({}, [], { additionalProperties: true })),
       obj({}, [], { additionalProperties: true }),
@@ -155,7 +157,8 @@ export const schemas: Record<string, Schema> = {
     },
     ['inn'],
   ),
-  CheckResult: { oneOf: [ref('Dossier'), ref('CheckRequisitesResult')] },
+  // anyOf: both are open objects, so a dossier can also match the requisites result's schema.
+  CheckResult: { anyOf: [ref('Dossier'), ref('CheckRequisitesResult')] },
   Bank: obj(
     {
       bic: str({ pattern: '^\\d{9}$' }),

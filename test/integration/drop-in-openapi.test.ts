@@ -8,7 +8,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { knownInns, personInns, unknownBic, unknownInn } from '../emulator/emulator-harness.ts';
+import { type Probe, requestSet } from '../helpers/drop-in-requests.ts';
 import { type Harness, startHarness, UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
 
 type Json = Record<string, unknown>;
@@ -65,59 +65,6 @@ describe("the gateway's OpenAPI document", () => {
   });
 });
 
-/** One request of the set: a path, and for POST a body and headers. */
-interface Probe {
-  path: string;
-  method?: 'GET' | 'POST';
-  body?: unknown;
-  headers?: Record<string, string>;
-}
-
-function requestSet(): Probe[] {
-  const [inn1, inn2, inn3] = knownInns(3, 800);
-  const [person] = personInns(1, 10);
-  const check = (body: unknown, key?: string): Probe => ({
-    path: '/v1/check',
-    method: 'POST',
-    body,
-    headers: { 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
-  });
-  const probes: Probe[] = [
-    { path: '/v1/me' },
-    { path: `/v1/companies/${inn1}` },
-    { path: `/v1/companies/${inn1}/founders` },
-    { path: `/v1/companies/${inn1}/arbitration` },
-    { path: `/v1/companies/${inn1}/nope` },
-    { path: `/v1/companies/${inn1}/arbitration?cursor=zzz` },
-    { path: `/v1/companies/${unknownInn()}` },
-    { path: '/v1/companies/123' },
-    { path: '/v1/companies/7707083894' },
-    { path: `/v1/requisites/${inn2}` },
-    { path: '/v1/requisites/abc' },
-    { path: '/v1/banks/044525225' },
-    { path: `/v1/banks/${unknownBic()}` },
-    { path: '/v1/banks/12' },
-    { path: `/v1/persons/${person}` },
-    { path: '/v1/persons/1' },
-    { path: '/v1/suggest?q=%D0%A1%D0%B1%D0%B5%D1%80' },
-    { path: '/v1/suggest?q=ab' },
-    { path: '/v1/suggest' },
-    { path: '/v1/search?q=%D0%A0%D0%BE%D0%BC%D0%B0%D1%88%D0%BA%D0%B0' },
-    { path: '/v1/search?q=%D0%A0%D0%BE%D0%BC%D0%B0%D1%88%D0%BA%D0%B0&kind=companies&page=2' },
-    { path: '/v1/search?q=abc&page=0' },
-    { path: '/v1/search?q=abc&page=21' },
-    { path: '/v1/search?q=abc&kind=planets' },
-    { path: '/v1/search?q=abc&q=%D0%A1%D0%B1%D0%B5%D1%80' },
-    { path: '/v1/checks/00000000-0000-4000-8000-000000000000' },
-    check({ inn: inn3, purpose: 'requisites' }),
-    check({ inn: '123' }),
-    check({ inn: inn3, purpose: 'everything' }),
-    check({}),
-  ];
-  // Repeats: cache hits and negative hits must still answer as the upstream does.
-  return [...probes, ...probes.filter((p) => p.method !== 'POST')];
-}
-
 function operationOf(path: string, method: string): Json | undefined {
   const bare = path.split('?')[0]!;
   const paths = doc.paths as Record<string, Json>;
@@ -141,16 +88,12 @@ function violations(ajv: Ajv, probe: Probe, status: number, body: string): strin
   return validate(JSON.parse(body)) ? [] : [`${probe.path} ${status}: ${ajv.errorsText(validate.errors)}`];
 }
 
-/**
- * OpenAPI 3.0's `nullable` on a schema without `type` (a $ref, an enum) as JSON Schema; `oneOf`
- * read as `anyOf`: the upstream's document lists a section's shapes (a page object, an object)
- * with `oneOf` although a page also matches the plain object, so both sides would fail alike.
- */
+/** OpenAPI 3.0's `nullable` on a schema without `type` (a $ref, an enum) as JSON Schema. */
 function jsonSchema(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(jsonSchema);
   if (node === null || typeof node !== 'object') return node;
   const out: Json = {};
-  for (const [k, v] of Object.entries(node as Json)) out[k === 'oneOf' ? 'anyOf' : k] = jsonSchema(v);
+  for (const [k, v] of Object.entries(node as Json)) out[k] = jsonSchema(v);
   if (out.nullable === true && out.type === undefined) {
     const { nullable: _n, ...rest } = out;
     return { anyOf: [rest, { type: 'null' }] };

@@ -1,0 +1,142 @@
+// The admin API's own OpenAPI 3.0.3 document (issue #18: a client generator for the admin API,
+// apart from the upstream-shaped /v1 document). Served at GET /admin/openapi.json behind the
+// admin token. A test checks that every /admin route the server registers is described here.
+//
+// Must never: describe a route the server does not serve, or carry a token or a hash.
+
+type Json = Record<string, unknown>;
+
+const envelope: Json = { $ref: '#/components/schemas/Error' };
+const refusals: Json = {
+  '401': {
+    description: 'The admin token is not accepted',
+    content: { 'application/json': { schema: envelope } },
+  },
+  '404': {
+    description: 'The admin API is disabled (no admin.tokenHash)',
+    content: { 'application/json': { schema: envelope } },
+  },
+};
+const ok = (description: string, schema: Json = { type: 'object', additionalProperties: true }): Json => ({
+  '200': { description, content: { 'application/json': { schema } } },
+  ...refusals,
+});
+const invalid: Json = {
+  '422': {
+    description: 'A parameter failed validation',
+    content: { 'application/json': { schema: envelope } },
+  },
+};
+
+export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
+  '/admin/openapi.json': { get: { summary: 'This document', responses: ok('OpenAPI 3.0.3 document') } },
+  '/admin/ledger': {
+    get: {
+      summary: 'Charges in [from, to), with pending charges and the outbox depth (JSON) or as CSV',
+      parameters: [
+        { name: 'from', in: 'query', schema: { type: 'string' }, description: 'ISO time or epoch ms' },
+        { name: 'to', in: 'query', schema: { type: 'string' }, description: 'ISO time or epoch ms' },
+        { name: 'app', in: 'query', schema: { type: 'string' } },
+        { name: 'format', in: 'query', schema: { type: 'string', enum: ['json', 'csv'] } },
+      ],
+      responses: {
+        ...ok('The ledger', {
+          type: 'object',
+          required: ['count', 'total_minor', 'entries', 'pending', 'outbox'],
+          properties: {
+            from: { type: 'string' },
+            to: { type: 'string' },
+            count: { type: 'integer' },
+            total_minor: { type: 'integer' },
+            entries: { type: 'array', items: { type: 'object', additionalProperties: true } },
+            pending: { type: 'array', items: { type: 'object', additionalProperties: true } },
+            outbox: { type: 'integer' },
+          },
+        }),
+        ...invalid,
+      },
+    },
+  },
+  '/admin/budgets': {
+    get: { summary: "Every app's and the global budgets, current periods", responses: ok('Budgets') },
+  },
+  '/admin/windows': { get: { summary: 'Companies with an open window', responses: ok('Windows') } },
+  '/admin/cache/{inn}': {
+    delete: {
+      summary: 'Purges every cached answer about one company',
+      parameters: [
+        {
+          name: 'inn',
+          in: 'path',
+          required: true,
+          schema: { type: 'string', pattern: '^(\\d{10}|\\d{12})$' },
+        },
+      ],
+      responses: { ...ok('How many entries were purged'), ...invalid },
+    },
+  },
+  '/admin/cache/stats': { get: { summary: 'Cache counters per route', responses: ok('Cache statistics') } },
+  '/admin/apps': { get: { summary: 'Configured apps (never token hashes)', responses: ok('Apps') } },
+  '/admin/limits': { get: { summary: 'Rate classes, queues and waits', responses: ok('Limiter state') } },
+  '/admin/webhooks': {
+    get: {
+      summary: 'Deliveries of check events to apps',
+      parameters: [
+        { name: 'state', in: 'query', schema: { type: 'string', enum: ['pending', 'delivered', 'failed'] } },
+      ],
+      responses: { ...ok('Deliveries'), ...invalid },
+    },
+  },
+  '/admin/reload': {
+    post: {
+      summary: 'Re-reads the config files and applies them (as SIGHUP)',
+      responses: { ...ok('Applied'), ...invalid },
+    },
+  },
+  '/admin/reconcile': {
+    post: { summary: 'Runs one reconciler round now', responses: ok('What it resolved') },
+  },
+  '/admin/prices/refresh': {
+    post: { summary: "Re-reads the upstream's GET /v1/me now", responses: ok('Prices') },
+  },
+};
+
+export function adminOpenApi(serverUrl: string): Json {
+  return {
+    openapi: '3.0.3',
+    info: {
+      title: 'counterparty-gateway admin API',
+      version: '1.0',
+      description:
+        'Operations for finance and platform teams: ledger, budgets, windows, cache, limits, reload.',
+    },
+    servers: [{ url: serverUrl }],
+    security: [{ adminToken: [] }],
+    paths: ADMIN_PATHS,
+    components: {
+      securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['error', 'meta'],
+          properties: {
+            error: {
+              type: 'object',
+              required: ['code', 'message', 'details'],
+              properties: {
+                code: { type: 'string' },
+                message: { type: 'string' },
+                details: { type: 'object', additionalProperties: true },
+              },
+            },
+            meta: {
+              type: 'object',
+              required: ['request_id'],
+              properties: { request_id: { type: 'string' } },
+            },
+          },
+        },
+      },
+    },
+  };
+}
