@@ -91,6 +91,9 @@ export async function startTestCluster(options: { replicas?: boolean } = {}): Pr
   try {
     for (let i = 0; i < count; i++) {
       const port = await freePort();
+      // The cluster bus defaults to port + 10000, which may be another process's port (a gateway
+      // a parallel test started): give it a free port of its own (Redis 7 cluster-port).
+      const busPort = await freePort();
       ports.push(port);
       const child = spawn(
         'redis-server',
@@ -101,6 +104,8 @@ export async function startTestCluster(options: { replicas?: boolean } = {}): Pr
           '127.0.0.1',
           '--cluster-enabled',
           'yes',
+          '--cluster-port',
+          String(busPort),
           '--cluster-config-file',
           join(dir, `nodes-${port}.conf`),
           '--cluster-node-timeout',

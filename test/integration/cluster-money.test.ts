@@ -46,7 +46,7 @@ afterAll(async () => {
   await h.close();
   for (const store of stores) await store.close().catch(() => {});
   await cluster.stop();
-});
+}, 60_000);
 
 const read = (url: string, token: string, inn: string) =>
   fetch(`${url}/v1/companies/${inn}`, { headers: { authorization: `Bearer ${token}` } });

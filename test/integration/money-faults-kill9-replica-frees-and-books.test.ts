@@ -127,10 +127,20 @@ maybe('kill -9 of one of two replicas with paid calls in flight', () => {
         body: body === undefined ? undefined : JSON.stringify(body),
       })
     ).json()) as T;
-  const admin = async <T>(path: string): Promise<T> =>
-    (await (
-      await fetch(`${urlB}${path}`, { headers: { authorization: `Bearer ${adminToken}` } })
-    ).json()) as T;
+  const admin = async <T>(path: string): Promise<T> => {
+    try {
+      return (await (
+        await fetch(`${urlB}${path}`, { headers: { authorization: `Bearer ${adminToken}` } })
+      ).json()) as T;
+    } catch (err) {
+      // Diagnostics: what the surviving replica printed last, and whether it is still alive.
+      const b = children[children.length - 1]!;
+      throw new Error(
+        `replica B unreachable (exit ${b.process.exitCode}, signal ${b.process.signalCode}):\n${b.tail()}`,
+        { cause: err },
+      );
+    }
+  };
   const read = (url: string, inn: string, maxWaitMs?: number) =>
     fetch(`${url}/v1/companies/${inn}`, {
       headers: {
