@@ -379,7 +379,6 @@ function budgetGuard(
     timeZone: config.cost.timeZone,
     global: config.budgets,
     apps: new Map(config.apps.map((a) => [a.name, a.budgets])),
-    holdMs: config.upstream.checkTimeoutMs * 2 + 10_000,
     observer,
   });
 }

@@ -1,8 +1,8 @@
-// Spend caps per app and overall, per calendar day and month in the configured time zone.
-// Before a charged call the estimate is reserved atomically on every counter that applies
-// (the Store checks them all at once), after it the hold is settled with the real charge,
-// and a failed or abandoned call releases it. A refusal is a value (BudgetDenial), not an
-// exception. Budget maths lives here once; the Store only does the atomic step.
+// Spend caps per app and overall, per calendar day and month in the configured time zone: which
+// counters a charge of an app is held and settled on, what a refusal says (BudgetDenial, a
+// value, not an exception), and the budgets' status. Holding and settling are the money role's
+// atomic steps (ChargeBook: openCharge before the call, recordCharge after it); budget maths
+// lives here once.
 import type { Clock } from '../clock.ts';
 import type { BudgetCounterSpec, BudgetStore, CounterState, ReserveResult } from '../store/store.ts';
 import { budgetCounterKey, PERIODS, type Period, periodId, periodTtlMs } from './budget-periods.ts';
@@ -21,8 +21,6 @@ export interface BudgetGuardOptions {
   timeZone: string;
   global: BudgetLimits;
   apps: ReadonlyMap<string, BudgetLimits>;
-  /** How long an unsettled hold survives (a replica died mid-call). */
-  holdMs: number;
   /** Told of every refusal and every settled charge (metrics, soft-limit notices); must not throw. */
   observer?: BudgetObserver;
 }
@@ -30,13 +28,6 @@ export interface BudgetGuardOptions {
 export interface BudgetObserver {
   denied(denial: BudgetDenial): void;
   settled(app: string, actualMinor: number): void;
-}
-
-export interface BudgetHold {
-  id: string;
-  app: string;
-  keys: string[];
-  amountMinor: number;
 }
 
 export interface BudgetDenial {
@@ -142,48 +133,6 @@ export class BudgetGuard {
   /** A charge of `app` reached the spend (the observer: soft limits, metrics). */
   noteSpent(app: string, amountMinor: number): void {
     if (amountMinor > 0) this.options.observer?.settled(app, amountMinor);
-  }
-
-  async reserve(
-    id: string,
-    app: string,
-    amountMinor: number,
-  ): Promise<{ ok: true; hold: BudgetHold } | BudgetDenial> {
-    const refs = this.counters(app);
-    const keys = refs.map((r) => r.spec.key);
-    if (amountMinor <= 0) return { ok: true, hold: { id, app, keys, amountMinor: 0 } };
-    const result = await this.options.store.reserve({
-      id,
-      amountMinor,
-      counters: refs.map((r) => r.spec),
-      holdMs: this.options.holdMs,
-    });
-    if (result.ok) return { ok: true, hold: { id, app, keys, amountMinor } };
-    const ref = refs.find((r) => r.spec.key === result.key)!;
-    const denial: BudgetDenial = {
-      ok: false,
-      app,
-      scope: ref.scope,
-      period: ref.period,
-      limitMinor: result.limitMinor,
-      spentMinor: result.spentMinor,
-      reservedMinor: result.reservedMinor,
-      estimateMinor: amountMinor,
-    };
-    this.options.observer?.denied(denial);
-    return denial;
-  }
-
-  /** Turns a hold into real spend (actual may be 0: nothing was charged). */
-  async settle(hold: BudgetHold, actualMinor: number): Promise<void> {
-    const ttl = periodTtlMs('month');
-    if (hold.amountMinor > 0) await this.options.store.settle(hold.id, hold.keys, actualMinor, ttl);
-    else if (actualMinor > 0) await this.options.store.addSpend(hold.keys, actualMinor, ttl);
-    if (actualMinor > 0) this.options.observer?.settled(hold.app, actualMinor);
-  }
-
-  async release(hold: BudgetHold): Promise<void> {
-    if (hold.amountMinor > 0) await this.options.store.release(hold.id, hold.keys);
   }
 
   /** Budgets of one app (and the global ones) for the current periods. */

@@ -29,7 +29,6 @@ async function run(outcome: Outcome, unknownFlag = false) {
     timeZone: 'Europe/Moscow',
     global: {},
     apps: new Map(),
-    holdMs: 60_000,
   });
   const outbox = new ChargeOutbox({ store, clock, stateDir: null });
   const charges = new ChargeBook({
