@@ -126,8 +126,16 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // flight) tells the client to drop the connection, so close() is not held up by
   // keep-alive sockets that were busy when it started.
   let closing = false;
+  let idleSweep: ReturnType<typeof setInterval> | null = null;
   app.addHook('preClose', async () => {
     closing = true;
+    // fastify closes the connections idle when close() starts; one that turns idle a moment
+    // later would otherwise hold close() for the whole keep-alive timeout (72 s by default).
+    idleSweep = setInterval(() => app.server.closeIdleConnections(), 100);
+    idleSweep.unref();
+  });
+  app.addHook('onClose', async () => {
+    if (idleSweep) clearInterval(idleSweep);
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
