@@ -1,6 +1,7 @@
 // Helpers for tests that run the real `cpgw` as a user would: an environment without the
-// caller's CPGW_* settings, and waiting until a child prints a line.
+// caller's CPGW_* settings, waiting until a child prints a line, and checking a demo gateway.
 import type { ChildProcess } from 'node:child_process';
+import { expect } from 'vitest';
 
 /** process.env without any CPGW_* variable, so a developer's settings never leak into a test. */
 export function envWithoutCpgw(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -31,4 +32,26 @@ export function waitForOutput(child: ChildProcess, pattern: RegExp, timeoutMs = 
     child.stderr?.on('data', onData);
     child.once('exit', onExit);
   });
+}
+
+/**
+ * A `cpgw start` in demo mode, whose banner is `out`: `more(url)` runs first, then the printed
+ * token reads a company through the gateway (200, the right INN), and SIGTERM exits 0.
+ */
+export async function expectDemoServesAndStops(
+  child: ChildProcess,
+  out: string,
+  more: (url: string) => Promise<void> = async () => {},
+): Promise<void> {
+  const token = /Demo app token \(shown once\): (\S+)/.exec(out)![1]!;
+  const url = /Gateway: (http:\/\/\S+)/.exec(out)![1]!;
+  await more(url);
+  const res = await fetch(`${url}/v1/companies/7707083893`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  expect(res.status).toBe(200);
+  expect(((await res.json()) as { company: { inn: string } }).company.inn).toBe('7707083893');
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  expect(await exited).toBe(0);
 }

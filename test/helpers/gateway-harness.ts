@@ -59,6 +59,8 @@ export interface Harness {
   addGateway(store?: Store): Promise<GatewayInstance>;
   call(app: string, path: string, init?: RequestInit): Promise<Response>;
   emu(path: string, body?: unknown): Promise<Record<string, unknown>>;
+  /** A call straight to the emulator with the upstream key (what a client without the gateway sees). */
+  direct(path: string, init?: RequestInit): Promise<Response>;
   ledger(): Promise<{
     entries: Array<{ inn: string; kind: string; amount_minor: number; idempotency_key: string | null }>;
     totals: { count: number; amount_minor: number };
@@ -215,6 +217,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       fetch(`${gateway.url}${path}`, {
         ...init,
         headers: { authorization: `Bearer ${tokens[app]}`, ...(init.headers as Record<string, string>) },
+      }),
+    direct: (path, init = {}) =>
+      fetch(`${emulator.url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${UPSTREAM_KEY}`, ...(init.headers as Record<string, string>) },
       }),
     emu: async (path, body) => {
       const res = await fetch(`${emulator.url}/_emulator${path}`, {

@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { tokenHash } from '../../src/auth/tokens.ts';
-import { envWithoutCpgw, waitForOutput } from '../helpers/child-process.ts';
+import { envWithoutCpgw, expectDemoServesAndStops, waitForOutput } from '../helpers/child-process.ts';
 
 const CLI = ['bin/cpgw.js'];
 const cleanEnv = () => envWithoutCpgw();
@@ -26,16 +26,7 @@ describe('cpgw', () => {
     try {
       const out = await waitForOutput(child, /Ctrl-C stops/);
       expect(out).toContain('DEMO MODE');
-      const token = /Demo app token \(shown once\): (\S+)/.exec(out)![1]!;
-      const url = /Gateway: (http:\/\/\S+)/.exec(out)![1]!;
-      const res = await fetch(`${url}/v1/companies/7707083893`, {
-        headers: { authorization: `Bearer ${token}` },
-      });
-      expect(res.status).toBe(200);
-      expect(((await res.json()) as { company: { inn: string } }).company.inn).toBe('7707083893');
-      const exited = new Promise<number | null>((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
+      await expectDemoServesAndStops(child, out);
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
     }

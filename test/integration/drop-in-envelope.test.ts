@@ -6,7 +6,7 @@
 // - search text is keyed as sent: trailing spaces are not the answer of the trimmed text.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knownInns, unknownBic, unknownInn } from '../emulator/emulator-harness.ts';
-import { type Harness, startHarness, UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
+import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -14,11 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const direct = (path: string, init: RequestInit = {}) =>
-  fetch(`${h.emulator.url}${path}`, {
-    ...init,
-    headers: { authorization: `Bearer ${UPSTREAM_KEY}`, ...(init.headers as Record<string, string>) },
-  });
+const direct = (path: string, init?: RequestInit) => h.direct(path, init);
 
 async function envelope(res: Response) {
   const body = (await res.json()) as { error: { code: string }; meta: { request_id: string } };

@@ -9,7 +9,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Probe, requestSet } from '../helpers/drop-in-requests.ts';
-import { type Harness, startHarness, UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
+import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
 
 type Json = Record<string, unknown>;
 
@@ -28,11 +28,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const direct = (path: string, init: RequestInit = {}) =>
-  fetch(`${h.emulator.url}${path}`, {
-    ...init,
-    headers: { authorization: `Bearer ${UPSTREAM_KEY}`, ...(init.headers as Record<string, string>) },
-  });
+const direct = (path: string, init?: RequestInit) => h.direct(path, init);
 
 describe("the gateway's OpenAPI document", () => {
   it('is valid OpenAPI 3.0.3 and names the gateway', async () => {

@@ -1,7 +1,7 @@
 // Every upstream endpoint through the gateway answers what the emulator answers directly.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unknownBic, unknownInn } from '../emulator/emulator-harness.ts';
-import { type Harness, json, startHarness, UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
+import { type Harness, json, startHarness } from '../helpers/gateway-harness.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -9,11 +9,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const direct = (path: string, init: RequestInit = {}) =>
-  fetch(`${h.emulator.url}${path}`, {
-    ...init,
-    headers: { authorization: `Bearer ${UPSTREAM_KEY}`, ...(init.headers as Record<string, string>) },
-  });
+const direct = (path: string, init?: RequestInit) => h.direct(path, init);
 
 async function both(path: string, init: RequestInit = {}) {
   const viaGateway = await h.call('alpha', path, init);

@@ -11,7 +11,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { envWithoutCpgw, waitForOutput } from '../helpers/child-process.ts';
+import { envWithoutCpgw, expectDemoServesAndStops, waitForOutput } from '../helpers/child-process.ts';
 
 const sandboxWorks =
   spawnSync('unshare', ['--mount', '--propagation', 'private', 'mount', '-o', 'remount,bind,ro', '/'], {
@@ -144,18 +144,10 @@ describe.skipIf(!sandboxWorks)(
       try {
         const out = await waitForOutput(child, /Ctrl-C stops/, 30_000);
         expect(out).toContain(`sandbox: read-only except ${state}`);
-        const token = /Demo app token \(shown once\): (\S+)/.exec(out)![1]!;
-        const url = /Gateway: (http:\/\/\S+)/.exec(out)![1]!;
-        expect((await fetch(`${url}/healthz`)).status).toBe(200);
-        expect((await fetch(`${url}/readyz`)).status).toBe(200);
-        const res = await fetch(`${url}/v1/companies/7707083893`, {
-          headers: { authorization: `Bearer ${token}` },
+        await expectDemoServesAndStops(child, out, async (url) => {
+          expect((await fetch(`${url}/healthz`)).status).toBe(200);
+          expect((await fetch(`${url}/readyz`)).status).toBe(200);
         });
-        expect(res.status).toBe(200);
-        expect(((await res.json()) as { company: { inn: string } }).company.inn).toBe('7707083893');
-        const exited = new Promise<number | null>((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        expect(await exited).toBe(0);
       } finally {
         if (child.exitCode === null) child.kill('SIGKILL');
       }
