@@ -94,6 +94,7 @@ export class CheckTickets {
   /** The check's data was seen ready: it is no longer offered to other apps. */
   async markReady(ticket: CheckTicket): Promise<void> {
     await this.store.set(key(ticket.checkId), JSON.stringify({ ...ticket, ready: true }), TICKET_TTL_MS);
+    // The state role has no delete (nothing else needs one): an empty value that expires at once.
     await this.store.set(pendingKey(ticket.inn, ticket.purpose), '', 1);
   }
 }
