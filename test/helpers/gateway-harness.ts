@@ -182,7 +182,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       store,
       clock,
       close: async () => {
+        // As `cpgw start` does (src/main.ts): connections still open after a grace are cut, so a
+        // client's keep-alive socket never holds a test's teardown.
+        const grace = setTimeout(() => server.server.closeAllConnections(), 3_000);
         await server.close();
+        clearTimeout(grace);
         await upstream.close();
         if (!shared) await store.close();
       },
