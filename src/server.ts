@@ -2,6 +2,7 @@
 // but no listen() — tests and main.ts both use it. Owns nothing it did not create: the
 // store, the upstream client and the logger come in as dependencies.
 import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
 import Fastify, {
@@ -39,6 +40,7 @@ import { registerMetricsRoutes } from './ops/metrics-routes.ts';
 import { requestLogLine } from './ops/request-log.ts';
 import type { RequestContext } from './pipeline/context.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
+import { makeHitPath } from './pipeline/hit-path.ts';
 import { makePipeline } from './pipeline/index.ts';
 import { describeCause } from './pipeline/respond.ts';
 import { ClientGone } from './pipeline/stages/upstream.ts';
@@ -85,7 +87,24 @@ export function reloadGateway(app: FastifyInstance): ReloadResult {
 
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const { config } = deps;
+  // The cache-hit path (pipeline/hit-path.ts) sees each request before fastify; set once the
+  // pipeline exists, below.
+  const httpOptions = {
+    connectionsCheckingInterval: Math.min(5_000, Math.ceil(config.server.requestTimeoutMs / 4)),
+  };
+  let hitPath: ((req: IncomingMessage, res: ServerResponse) => boolean) | null = null;
   const app = Fastify({
+    serverFactory: (handler) => {
+      const server = createHttpServer(httpOptions, (req, res) => {
+        if (hitPath?.(req, res)) return;
+        handler(req, res);
+      });
+      // What fastify sets on a server it makes itself (lib/server.js getServerInstance).
+      server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
+      server.requestTimeout = config.server.requestTimeoutMs;
+      server.setTimeout(0);
+      return server;
+    },
     loggerInstance: deps.logger as FastifyBaseLogger,
     // One log line per request is written by the onResponse hook below, not by fastify.
     logController: new LogController({ disableRequestLogging: true }),
@@ -98,7 +117,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     requestTimeout: config.server.requestTimeoutMs,
     // Node looks for requests past their timeout this often (its default, 30 s, would let a slow
     // sender overstay a short timeout by that much).
-    http: { connectionsCheckingInterval: Math.min(5_000, Math.ceil(config.server.requestTimeoutMs / 4)) },
+    http: httpOptions,
     keepAliveTimeout: config.server.keepAliveTimeoutMs,
     // Node's own refusals (bad request line, headers too large, request timeout) in the
     // upstream's envelope with an X-Request-Id, never Node's bare text.
@@ -298,6 +317,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     return { apps: next.apps.map((a) => a.name), restartNeeded: restartNeeded(config, next) };
   };
   reloaders.set(app, reload);
+  if (config.server.hitPath)
+    hitPath = makeHitPath({ deps: current, closing: () => closing, metrics, logger: deps.logger });
   registerAdminRoutes(app, current, reload, { webhooks: checkEvents.deliveries });
   for (const route of UPSTREAM_ROUTES) {
     app.route({

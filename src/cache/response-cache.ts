@@ -14,7 +14,7 @@ import type { Clock } from '../clock.ts';
 import { type RouteName, routeSpec } from '../route-table.ts';
 import type { CacheStore } from '../store/store.ts';
 import { type CacheConfig, type CacheKind, maxAgeFor, storageTtlMs } from './cache-config.ts';
-import type { RequestDirectives } from './cache-control.ts';
+import { NO_DIRECTIVES, type RequestDirectives } from './cache-control.ts';
 import { type CacheEntry, decodeEntry, encodeEntry, selectHeaders } from './cache-entry.ts';
 import { type CachePolicy, cachePolicy, innTag, routeTag, storableKind } from './cache-keys.ts';
 import { CacheCounters, type CacheStats } from './cache-stats.ts';
@@ -58,8 +58,11 @@ export interface RenderedAnswer {
   body: Buffer;
 }
 
+/** A store whose in-process tier can be read synchronously (memory store; Redis with a local tier). */
+export type PeekableCacheStore = CacheStore & { cachePeek?(key: string): Buffer | null };
+
 export interface ResponseCacheOptions {
-  store: CacheStore;
+  store: PeekableCacheStore;
   clock: Clock;
   config: CacheConfig;
   /** Store faults and undecodable entries; the request goes on as a miss. Default: ignored. */
@@ -67,7 +70,9 @@ export interface ResponseCacheOptions {
 }
 
 export class ResponseCache {
-  private readonly store: CacheStore;
+  private readonly store: PeekableCacheStore;
+  /** Decoded entries by their stored bytes: decoded once, gone when the store drops the bytes. */
+  private readonly decoded = new WeakMap<Buffer, CacheEntry>();
   private readonly clock: Clock;
   private config: CacheConfig;
   private readonly onError: NonNullable<ResponseCacheOptions['onError']>;
@@ -124,6 +129,41 @@ export class ResponseCache {
     }
     this.counters.count(req.route, decision.reason === 'expired' ? 'misses' : 'refreshes');
     return { action: 'fetch', reason: decision.reason, staleEntry: entry };
+  }
+
+  /**
+   * The hit path (pipeline/hit-path.ts): a fresh 200 entry this process holds, found without
+   * waiting (the memory store, or the Redis store's in-process tier), for a request without
+   * Cache-Control directives; counted as a hit. Null when the entry is not held here, is not
+   * fresh, or an open window would refresh it for free: the pipeline decides those.
+   */
+  hotHit(
+    route: RouteName,
+    policy: CachePolicy,
+    app: string | null,
+    windowOpen: boolean,
+  ): { entry: CacheEntry; ageMs: number } | null {
+    const bytes = this.store.cachePeek?.(policy.key);
+    if (!bytes) return null;
+    const entry = this.decode(bytes);
+    if (!entry || entry.route !== route || entry.status !== 200) return null;
+    const ageMs = this.ageMs(entry);
+    const decision = decide({
+      ageMs,
+      lifetimeMs: this.lifetime(entry.kind, app),
+      directives: NO_DIRECTIVES,
+      windowOpen,
+      windowed: policy.windowed && entry.kind !== 'negative',
+      windowRefreshAfterMs: this.config.windowRefreshAfterMs,
+    });
+    if (!decision.serve || decision.stale) return null;
+    this.counters.count(route, 'hits');
+    return { entry, ageMs };
+  }
+
+  /** Whether the store has an in-process tier the hit path can read. */
+  get hasHotTier(): boolean {
+    return typeof this.store.cachePeek === 'function';
   }
 
   /**
@@ -269,12 +309,21 @@ export class ResponseCache {
       return null;
     }
     if (!bytes) return null;
-    const entry = decodeEntry(bytes);
+    const entry = this.decode(bytes);
     if (!entry) {
       this.onError(new Error('undecodable cache entry dropped'), { op: 'decode', key });
       await this.store.cacheDelete(key).catch(() => {});
     }
     return entry;
+  }
+
+  /** decodeEntry once per stored Buffer (an in-process tier hands out the same one each read). */
+  private decode(bytes: Buffer): CacheEntry | null {
+    let entry = this.decoded.get(bytes);
+    if (entry) return entry;
+    entry = decodeEntry(bytes) ?? undefined;
+    if (entry) this.decoded.set(bytes, entry);
+    return entry ?? null;
   }
 
   private ageMs(entry: CacheEntry): number {

@@ -119,6 +119,11 @@ export const configSchema = z
          * taken from each request's Host header.
          */
         publicUrl: z.url().nullable().default(null),
+        /**
+         * Write a fresh in-process cache HIT before routing (src/pipeline/hit-path.ts); false: every
+         * request takes the full pipeline (same answers, ~3x the CPU per HIT).
+         */
+        hitPath: z.boolean().default(true),
       })
       .strict()
       .prefault({}),
@@ -282,6 +287,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'CPGW_BODY_LIMIT_BYTES', path: ['server', 'bodyLimitBytes'], type: 'int' },
   { env: 'CPGW_SHUTDOWN_GRACE_MS', path: ['server', 'shutdownGraceMs'], type: 'int' },
   { env: 'CPGW_TRUST_PROXY', path: ['server', 'trustProxy'], type: 'bool' },
+  { env: 'CPGW_HIT_PATH', path: ['server', 'hitPath'], type: 'bool' },
   { env: 'CPGW_REQUEST_TIMEOUT_MS', path: ['server', 'requestTimeoutMs'], type: 'int' },
   { env: 'CPGW_HEADERS_TIMEOUT_MS', path: ['server', 'headersTimeoutMs'], type: 'int' },
   { env: 'CPGW_KEEP_ALIVE_TIMEOUT_MS', path: ['server', 'keepAliveTimeoutMs'], type: 'int' },

@@ -4,6 +4,10 @@
 // requisites-only window is open (a dossier window covers requisites too). A window is treated as
 // closing `safetyMarginMs` early, so a read at the edge is estimated as charged rather than free.
 // An expiry is never shortened (the store max-merges).
+// The last windows read or written per company are remembered for `memoMs` (known()), so the
+// cache-hit path can name the window without a store read; another replica's window opened
+// meanwhile is missed for at most that long (a HIT then shows no X-Window-Expires, and is served
+// rather than refreshed for free).
 import type { Clock } from '../clock.ts';
 import type { ChargeStore, CompanyWindows, WindowKind, WindowOpening } from '../store/store.ts';
 
@@ -14,13 +18,34 @@ export interface WindowTrackerOptions {
   clock: Clock;
   windowMs: number;
   safetyMarginMs: number;
+  /** How long known() trusts the last read (ms on the clock). Default 200; 0 = never. */
+  memoMs?: number;
 }
 
+/** Companies remembered by known(); past this the memo starts over. */
+const MEMO_MAX = 10_000;
+
 export class WindowTracker {
-  constructor(private readonly options: WindowTrackerOptions) {}
+  private readonly memo = new Map<string, { at: number; windows: CompanyWindows }>();
+  private readonly memoMs: number;
+
+  constructor(private readonly options: WindowTrackerOptions) {
+    this.memoMs = options.memoMs ?? 200;
+  }
 
   async get(inn: string): Promise<CompanyWindows> {
-    return this.options.store.windows(inn);
+    const at = this.options.clock.now();
+    const windows = await this.options.store.windows(inn);
+    this.remember(inn, at, windows);
+    return windows;
+  }
+
+  /** The company's windows as read or written here within memoMs; undefined when not known. */
+  known(inn: string): CompanyWindows | undefined {
+    const hit = this.memo.get(inn);
+    if (!hit) return undefined;
+    const age = this.options.clock.now() - hit.at;
+    return age >= 0 && age < this.memoMs ? hit.windows : undefined;
   }
 
   /** When the window that makes a read of `need` free really ends (no margin); 0 if none. */
@@ -45,7 +70,10 @@ export class WindowTracker {
    * charged (or readied a check's data), so our expiry is never later than the upstream's.
    */
   async open(inn: string, kind: WindowOpening, openedAt: number): Promise<CompanyWindows> {
-    return this.options.store.openWindow(inn, kind, this.until(openedAt), this.options.clock.now());
+    const at = this.options.clock.now();
+    const windows = await this.options.store.openWindow(inn, kind, this.until(openedAt), at);
+    this.remember(inn, at, windows);
+    return windows;
   }
 
   /**
@@ -58,6 +86,12 @@ export class WindowTracker {
     return kind === 'dossier'
       ? { ...base, dossierUntil: Math.max(base.dossierUntil, until) }
       : { ...base, requisitesUntil: Math.max(base.requisitesUntil, until) };
+  }
+
+  private remember(inn: string, at: number, windows: CompanyWindows): void {
+    if (this.memoMs <= 0) return;
+    if (this.memo.size >= MEMO_MAX && !this.memo.has(inn)) this.memo.clear();
+    this.memo.set(inn, { at, windows });
   }
 
   /** Companies with an open window (admin listing), at most `limit`. */

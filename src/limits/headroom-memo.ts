@@ -20,6 +20,13 @@ export class HeadroomMemo {
     this.epoch++;
   }
 
+  /** The memoized value when get() would use it without reading; undefined otherwise. */
+  peek(key: string, now: number): Entry | undefined {
+    const hit = this.entries.get(key);
+    if (hit && hit.epoch === this.epoch && now - hit.at < this.maxAgeMs && now >= hit.at) return hit.value;
+    return undefined;
+  }
+
   async get(key: string, now: number, read: () => Promise<Entry>): Promise<Entry> {
     const hit = this.entries.get(key);
     if (hit && hit.epoch === this.epoch && now - hit.at < this.maxAgeMs && now >= hit.at) return hit.value;

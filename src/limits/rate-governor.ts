@@ -283,6 +283,17 @@ export class RateGovernor {
     );
   }
 
+  /**
+   * headroomFor() when its memo can answer now, without a store read (the cache-hit path);
+   * undefined when it cannot (the caller takes the full path, which reads and memoizes).
+   */
+  headroomIfKnown(
+    app: string,
+    route: RouteName,
+  ): (Headroom & { limitClass: LimitClassName }) | null | undefined {
+    return this.headroomMemo.peek(`${app}\u0000${route}`, this.clock.now());
+  }
+
   /** Every class's state and queues, and every app's waits (GET /admin/limits). */
   state(): Promise<GovernorState> {
     const { slots, book, fair, stats } = this;

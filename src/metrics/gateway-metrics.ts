@@ -54,6 +54,14 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   readonly m: Instruments;
   private readonly apps: Set<string>;
+  private readonly hitChildren = new Map<
+    string,
+    {
+      requests: { inc(): void };
+      duration: { observe(value: number): void };
+      saved: { inc(value: number): void } | null;
+    }
+  >();
 
   constructor(private readonly options: GatewayMetricsOptions) {
     this.apps = new Set(options.apps);
@@ -92,6 +100,7 @@ export class GatewayMetrics {
     const fresh = names.filter((n) => !this.apps.has(n));
     if (fresh.length === 0) return;
     for (const n of fresh) this.apps.add(n);
+    this.hitChildren.clear(); // an app that was 'other' has its own series now
     this.zero();
   }
 
@@ -162,6 +171,29 @@ export class GatewayMetrics {
     const shape = ctx.shape;
     if (!shape || shape.kind === null || (shape.covered !== null && covered)) return 0;
     return this.options.price(shape.kind) ?? 0;
+  }
+
+  /**
+   * A HIT written by the hit path (pipeline/hit-path.ts): what request() and saved() record for
+   * it, through label children looked up once per app, route and kind (prom-client hashes the
+   * labels on every call otherwise).
+   */
+  hit(app: string, route: string, kind: string | null, savedMinor: number, seconds: number): void {
+    const key = `${app}\u0000${route}\u0000${kind}`;
+    let c = this.hitChildren.get(key);
+    if (!c) {
+      const a = this.app(app);
+      const r = GatewayMetrics.route(route);
+      c = {
+        requests: this.m.requests.labels({ app: a, route: r, status: '200', cache: 'HIT' }),
+        duration: this.m.requestDuration.labels({ route: r, cache: 'HIT' }),
+        saved: kind === null ? null : this.m.saved.labels({ app: a, kind, reason: 'cache' }),
+      };
+      this.hitChildren.set(key, c);
+    }
+    c.requests.inc();
+    c.duration.observe(seconds);
+    if (savedMinor > 0) c.saved?.inc(savedMinor);
   }
 
   /** One answer to an app (the server's onResponse hook). */

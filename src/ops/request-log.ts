@@ -4,6 +4,7 @@
 // "Savings"), upstreamRequestId, queuedMs, durationMs, upstreamMs, attempts.
 // Must never log the INN, a token, a header value other than the upstream's request id, or a body.
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RequestContext } from '../pipeline/context.ts';
 
 export interface RequestLogLine {
   app: string | null;
@@ -27,12 +28,25 @@ export interface RequestLogLine {
 const round2 = (ms: number) => Math.round(ms * 100) / 100;
 
 export function requestLogLine(request: FastifyRequest, reply: FastifyReply): RequestLogLine {
-  const ctx = request.ctx;
-  return {
-    app: ctx?.app?.name ?? null,
-    route: ctx?.route.name ?? request.routeOptions.url ?? null,
+  return logLineOf(request.ctx, {
+    route: request.routeOptions.url ?? null,
     method: request.method,
     status: reply.statusCode,
+    elapsedMs: reply.elapsedTime,
+    clientGone: request.raw.destroyed && !reply.raw.writableFinished,
+  });
+}
+
+/** The log line of one answer from its context and the facts of the exchange (the hit path writes it too). */
+export function logLineOf(
+  ctx: RequestContext | undefined,
+  facts: { route: string | null; method: string; status: number; elapsedMs: number; clientGone: boolean },
+): RequestLogLine {
+  return {
+    app: ctx?.app?.name ?? null,
+    route: ctx?.route.name ?? facts.route,
+    method: facts.method,
+    status: facts.status,
     error: ctx?.errorCode,
     reason: ctx?.refusalReason,
     cache: ctx?.cache ?? null,
@@ -41,9 +55,9 @@ export function requestLogLine(request: FastifyRequest, reply: FastifyReply): Re
     savedReason: ctx?.savedReason,
     upstreamRequestId: ctx?.upstreamRequestId,
     queuedMs: ctx?.queuedMs !== undefined ? Math.round(ctx.queuedMs) : undefined,
-    durationMs: round2(reply.elapsedTime),
+    durationMs: round2(facts.elapsedMs),
     upstreamMs: ctx?.upstreamMs !== undefined ? round2(ctx.upstreamMs) : undefined,
     attempts: ctx?.upstreamAttempts,
-    clientGone: request.raw.destroyed && !reply.raw.writableFinished ? true : undefined,
+    clientGone: facts.clientGone ? true : undefined,
   };
 }

@@ -44,6 +44,11 @@ export interface Store
     BusStore,
     ChargeStore {
   readonly kind: 'memory' | 'redis';
+  /**
+   * The cache entry this process holds in memory, read without waiting (the memory store; the
+   * Redis store's in-process tier). Absent when there is no such tier. Never reaches a backend.
+   */
+  cachePeek?(key: string): Buffer | null;
   /** Throws when the backend is unreachable (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

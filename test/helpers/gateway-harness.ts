@@ -272,13 +272,21 @@ export interface ReplicaHarness {
  */
 export async function startRedisReplicas(
   options: Omit<HarnessOptions, 'store'> = {},
+  /** Bytes of each replica's in-process cache tier (production's default is 64 MiB); 0 = none. */
+  localCacheBytes = 0,
 ): Promise<ReplicaHarness | null> {
   const redis = await startTestRedis();
   if (!redis) return null;
   const prefix = uniquePrefix('gateway');
   const stores: Store[] = [];
   const make = (clock: Clock) => {
-    const store = createStore({ redisUrl: redis.url, prefix, clock, cacheMaxBytes: 64 * 1024 * 1024 });
+    const store = createStore({
+      redisUrl: redis.url,
+      prefix,
+      clock,
+      cacheMaxBytes: 64 * 1024 * 1024,
+      localCacheBytes,
+    });
     stores.push(store);
     return store;
   };

@@ -31,6 +31,11 @@ export class MemoryCache implements CacheStore {
     return this.cache.get(key) ?? null;
   }
 
+  /** cacheGet without waiting (the hit path): the same entry, the same TTL and recency rules. */
+  peek(key: string): Buffer | null {
+    return this.cache.get(key) ?? null;
+  }
+
   async cacheSet(key: string, value: Buffer, options: CacheSetOptions): Promise<void> {
     const ttl = ttlOf(options.ttlMs);
     this.unlinkTags(key);

@@ -27,6 +27,7 @@ export interface MemoryStoreOptions {
 }
 
 interface Parts {
+  cache: MemoryCache;
   ledger: MemoryLedger;
   state: MemoryState;
   bus: MemoryBus;
@@ -71,6 +72,10 @@ export class MemoryStore extends ComposedStore {
   /** State keys currently held (expired ones included until swept). */
   get stateSize(): number {
     return this.parts.state.size;
+  }
+
+  override cachePeek(key: string): Buffer | null {
+    return this.parts.cache.peek(key);
   }
 
   override async ping(): Promise<void> {}

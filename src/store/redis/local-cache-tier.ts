@@ -56,6 +56,11 @@ export class LocalCacheTier implements CacheStore {
     return found.value;
   }
 
+  /** What this tier holds for `key`, without waiting and without asking Redis (the hit path). */
+  peek(key: string): Buffer | null {
+    return this.local.peek(key);
+  }
+
   async cacheSet(key: string, value: Buffer, options: CacheSetOptions): Promise<void> {
     await this.local.cacheDelete(key);
     await this.remote.cacheSet(key, value, options);

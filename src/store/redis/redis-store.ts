@@ -59,6 +59,8 @@ export class RedisStore extends ComposedStore {
   private readonly clock: Clock;
   /** The in-process cache tier, when configured. */
   readonly localTier: LocalCacheTier | null;
+  /** Set only with an in-process tier (Store.cachePeek). */
+  override readonly cachePeek?: (key: string) => Buffer | null;
 
   constructor(options: RedisStoreOptions) {
     const onError = options.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
@@ -85,7 +87,10 @@ export class RedisStore extends ComposedStore {
     this.bus = bus;
     this.clock = options.clock;
     this.localTier = tier;
-    if (tier) onReconnect(link.client, () => tier.clear());
+    if (tier) {
+      onReconnect(link.client, () => tier.clear());
+      this.cachePeek = (key) => tier.peek(key);
+    }
   }
 
   override async ping(): Promise<void> {

@@ -1,0 +1,218 @@
+// The cache-hit path (src/pipeline/hit-path.ts) answers exactly as the full pipeline does. Each
+// case reads one cached answer twice in a row: the first read after the clock moved 1 s takes
+// the full pipeline (the window and headroom memos are older than 200 ms), the second takes the
+// hit path; which one answered is told by the store's cacheGet/windows calls (the hit path makes
+// none). Status, headers (but Date and X-Request-Id), body, the request log line and the
+// metrics must be the same. Then the cases the hit path must leave to the pipeline.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createStore, type Store } from '../../src/store/index.ts';
+import { knownInns } from '../emulator/emulator-harness.ts';
+import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
+import { sumOf } from '../helpers/prom-text.ts';
+
+let h: Harness;
+let storeReads = 0;
+
+beforeAll(async () => {
+  h = await startHarness({
+    apps: [{ name: 'alpha' }, { name: 'beta' }, { name: 'nopersons', scopes: ['read:companies'] }],
+    store: (clock) => {
+      const store = createStore({ clock, cacheMaxBytes: 64 * 1024 * 1024 }) as Store;
+      for (const method of ['cacheGet', 'windows'] as const) {
+        const inner = store[method].bind(store) as (...args: unknown[]) => Promise<unknown>;
+        (store as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+          storeReads++;
+          return inner(...args);
+        };
+      }
+      return store;
+    },
+  });
+});
+afterAll(() => h.close());
+
+const PER_CALL = new Set(['date', 'x-request-id', 'connection', 'keep-alive']);
+
+interface Seen {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+  storeReads: number;
+  log: Record<string, unknown>;
+}
+
+async function read(app: string, path: string, headers: Record<string, string> = {}): Promise<Seen> {
+  const before = storeReads;
+  const logsBefore = h.logs.length;
+  const res = await h.call(app, path, { headers });
+  const body = Buffer.from(await res.arrayBuffer());
+  const all: Record<string, string> = {};
+  res.headers.forEach((value, name) => {
+    all[name] = value;
+  });
+  const lines = h.logs
+    .slice(logsBefore)
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l.msg === 'request');
+  expect(lines).toHaveLength(1);
+  return { status: res.status, headers: all, body, storeReads: storeReads - before, log: lines[0]! };
+}
+
+const comparable = (seen: Seen) => ({
+  status: seen.status,
+  headers: Object.fromEntries(Object.entries(seen.headers).filter(([k]) => !PER_CALL.has(k))),
+  body: seen.body.toString('base64'),
+  log: Object.fromEntries(
+    Object.entries(seen.log).filter(([k]) => !['reqId', 'durationMs', 'time'].includes(k)),
+  ),
+});
+
+/**
+ * Reads until the answer's Content-Encoding stops changing: a gzip-only (or gzip-preferring)
+ * client of a brotli entry gets identity until the gzip copy, made off the event loop, is ready.
+ */
+async function codingsReady(app: string, path: string, headers: Record<string, string>): Promise<void> {
+  let last: string | undefined = 'none';
+  for (let i = 0; i < 50; i++) {
+    const seen = await read(app, path, headers);
+    const coding = seen.headers['content-encoding'];
+    if (coding === last) return;
+    last = coding;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`${path}: Content-Encoding never settled`);
+}
+
+/** The full pipeline's HIT, then the hit path's, of the same read. */
+async function bothPaths(app: string, path: string, headers: Record<string, string> = {}) {
+  h.advance(1_000); // the memos the hit path trusts are now too old: the pipeline answers
+  const slow = await read(app, path, headers);
+  const fast = await read(app, path, headers);
+  expect(slow.headers['x-cache']).toBe('HIT');
+  expect(slow.storeReads).toBeGreaterThan(0);
+  expect(fast.storeReads).toBe(0);
+  return { slow, fast };
+}
+
+async function metricValue(name: string, labels: Record<string, string>): Promise<number> {
+  const res = await fetch(`${h.gateway.url}/metrics`);
+  return sumOf(await res.text(), name, labels);
+}
+
+describe('the hit path answers as the full pipeline does', () => {
+  const [inn, other] = knownInns(2, 700);
+  const cases: Array<[string, string, Record<string, string>]> = [
+    ['dossier, identity', `/v1/companies/${inn}`, { 'accept-encoding': 'identity' }],
+    ['dossier, br', `/v1/companies/${inn}`, { 'accept-encoding': 'gzip, deflate, br' }],
+    ['dossier, gzip only', `/v1/companies/${inn}`, { 'accept-encoding': 'gzip' }],
+    ['dossier, no Accept-Encoding', `/v1/companies/${inn}`, {}],
+    ['section', `/v1/companies/${inn}/licenses`, {}],
+    ['requisites', `/v1/requisites/${other}`, {}],
+    ['bank record', '/v1/banks/044525225', {}],
+    ['person', '/v1/persons/500100732259', {}],
+  ];
+
+  it.each(cases)('%s: same status, headers, body and log line', async (_name, path, headers) => {
+    const first = await read('alpha', path, headers); // MISS (or a charge) fills the cache
+    expect(first.status).toBe(200);
+    await codingsReady('alpha', path, headers);
+    const { slow, fast } = await bothPaths('beta', path, headers);
+    expect(comparable(fast)).toEqual(comparable(slow));
+    expect(fast.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(fast.headers['x-request-id']).not.toBe(slow.headers['x-request-id']);
+    expect(fast.log.reqId).toBe(fast.headers['x-request-id']);
+  });
+
+  it('inside an open window a HIT names it (X-Window-Expires) and saves nothing; after it closes it saves the price', async () => {
+    const [fresh] = knownInns(1, 720);
+    await read('alpha', `/v1/companies/${fresh}`); // pays, opens the window
+    const open = await bothPaths('beta', `/v1/companies/${fresh}`);
+    expect(open.fast.headers['x-window-expires']).toBeDefined();
+    expect(open.fast.log.saved).toBeUndefined();
+    h.advance(16 * 60_000);
+    const savedBefore = await metricValue('cpgw_saved_minor_total', { app: 'beta', reason: 'cache' });
+    const closed = await bothPaths('beta', `/v1/companies/${fresh}`);
+    expect(comparable(closed.fast)).toEqual(comparable(closed.slow));
+    expect(closed.fast.headers['x-window-expires']).toBeUndefined();
+    expect(closed.fast.log.saved).toBe(9900);
+    const savedAfter = await metricValue('cpgw_saved_minor_total', { app: 'beta', reason: 'cache' });
+    expect(savedAfter - savedBefore).toBe(2 * 9900);
+  });
+
+  it('counts a HIT in the request metrics and the cache stats as the pipeline does', async () => {
+    const path = '/v1/banks/044525187';
+    await read('alpha', path);
+    h.advance(1_000);
+    const labels = { app: 'beta', route: 'bank', cache: 'HIT', status: '200' };
+    const before = await metricValue('cpgw_requests_total', labels);
+    const stats = async () => {
+      const res = await fetch(`${h.gateway.url}/admin/cache/stats`, {
+        headers: { authorization: `Bearer ${h.adminToken}` },
+      });
+      const body = (await res.json()) as { routes: Record<string, { hits: number }> };
+      return body.routes.bank?.hits ?? 0;
+    };
+    const hitsBefore = await stats();
+    const slow = await read('beta', path);
+    const fast = await read('beta', path);
+    expect(slow.storeReads).toBeGreaterThan(0);
+    expect(fast.storeReads).toBe(0);
+    expect((await metricValue('cpgw_requests_total', labels)) - before).toBe(2);
+    expect((await stats()) - hitsBefore).toBe(2);
+  });
+});
+
+describe('what the hit path leaves to the full pipeline', () => {
+  const [inn] = knownInns(1, 740);
+  const path = `/v1/companies/${inn}`;
+  beforeAll(async () => {
+    expect((await h.call('alpha', path)).status).toBe(200);
+    await h.call('alpha', path); // and the memos are fresh now
+  });
+
+  it('an unknown token is 401, a missing scope 403, both in the envelope', async () => {
+    const bad = await fetch(`${h.gateway.url}${path}`, { headers: { authorization: 'Bearer cpgw_nope' } });
+    expect(bad.status).toBe(401);
+    expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
+    await h.call('alpha', '/v1/persons/500100732259');
+    const scope = await h.call('nopersons', '/v1/persons/500100732259');
+    expect(scope.status).toBe(403);
+    expect(((await scope.json()) as { error: { code: string } }).error.code).toBe('feature_unavailable');
+  });
+
+  it('Cache-Control no-cache goes upstream; a bad X-Max-Wait-Ms is 422 even for a cached read', async () => {
+    const before = await h.upstreamCount();
+    const forced = await h.call('alpha', path, { headers: { 'cache-control': 'no-cache' } });
+    expect(forced.headers.get('x-cache')).toBe('MISS');
+    expect(await h.upstreamCount()).toBe(before + 1);
+    const wait = await h.call('alpha', path, { headers: { 'x-max-wait-ms': 'soon' } });
+    expect(wait.status).toBe(422);
+  });
+
+  it('HEAD is answered from the cache by the pipeline, with no body', async () => {
+    const res = await h.call('alpha', path, { method: 'HEAD' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-cache')).toBe('HIT');
+    expect((await res.arrayBuffer()).byteLength).toBe(0);
+  });
+
+  it('a purged company is not served from memory: the next read is a MISS', async () => {
+    await h.call('alpha', path);
+    const purge = await fetch(`${h.gateway.url}/admin/cache/${inn}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${h.adminToken}` },
+    });
+    expect(purge.status).toBe(200);
+    const after = await h.call('alpha', path);
+    expect(after.headers.get('x-cache')).toBe('MISS');
+  });
+
+  it('an invalid INN is 422 and a stale entry is not served as a HIT', async () => {
+    const bad = await h.call('alpha', '/v1/companies/7707083890');
+    expect(bad.status).toBe(422);
+    await h.call('alpha', '/v1/banks/044525593');
+    h.advance(25 * 3_600_000); // past the bank's 24 h max age
+    const expired = await h.call('alpha', '/v1/banks/044525593');
+    expect(expired.headers.get('x-cache')).toBe('MISS');
+  });
+});
