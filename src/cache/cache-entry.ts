@@ -43,7 +43,8 @@ export interface CacheEntry {
 export const STORED_HEADERS = ['content-type', 'x-upstream-request-id'] as const;
 
 const MAGIC = [0x43, 0x50, 0x43, 0x01] as const; // "CPC", version 1
-const HEADER_BYTES = 24;
+/** Bytes before the meta: magic, encoding, status, storedAt, lengths (they tell one stored entry from another). */
+export const HEADER_BYTES = 24;
 const ENCODINGS: readonly BodyEncoding[] = ['identity', 'gzip', 'br'];
 
 /** Picks the stored headers from an upstream answer's (lower-case) headers. */

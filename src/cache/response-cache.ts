@@ -15,11 +15,11 @@ import { type RouteName, routeSpec } from '../route-table.ts';
 import type { CacheStore } from '../store/store.ts';
 import { type CacheConfig, type CacheKind, maxAgeFor, storageTtlMs } from './cache-config.ts';
 import { NO_DIRECTIVES, type RequestDirectives } from './cache-control.ts';
-import { type CacheEntry, decodeEntry, encodeEntry, selectHeaders } from './cache-entry.ts';
+import { type CacheEntry, decodeEntry, encodeEntry, HEADER_BYTES, selectHeaders } from './cache-entry.ts';
 import { type CachePolicy, cachePolicy, innTag, routeTag, storableKind } from './cache-keys.ts';
 import { CacheCounters, type CacheStats } from './cache-stats.ts';
 import { gzipOf, identityOf } from './coding-variants.ts';
-import { acceptsCoding, compressBody } from './content-coding.ts';
+import { acceptsCoding, compressBody, SYNC_LIMIT } from './content-coding.ts';
 import { decide, type FetchReason, usableOnError } from './freshness.ts';
 
 /** gzip level of the copy kept for gzip-only clients of a brotli entry (made once per entry). */
@@ -73,6 +73,8 @@ export class ResponseCache {
   private readonly store: PeekableCacheStore;
   /** Decoded entries by their stored bytes: decoded once, gone when the store drops the bytes. */
   private readonly decoded = new WeakMap<Buffer, CacheEntry>();
+  /** Compressions running after their entry was stored uncompressed. */
+  private readonly packing = new Set<Promise<void>>();
   private readonly clock: Clock;
   private config: CacheConfig;
   private readonly onError: NonNullable<ResponseCacheOptions['onError']>;
@@ -205,7 +207,13 @@ export class ResponseCache {
       }
       const inn =
         policy.inn ?? req.inn ?? (req.route === 'check_poll' ? innOfCheckResult(answer.body) : null);
-      const packed = await compressBody(answer.body, this.config.compression);
+      // A large body is stored as it came and compressed off the answer's path (packLater):
+      // brotli 5 of a ~100 KB dossier takes ~4.5 ms, which the caller would otherwise wait for.
+      const deferred =
+        answer.body.length >= SYNC_LIMIT && answer.body.length >= this.config.compression.minBytes;
+      const packed = deferred
+        ? { body: answer.body, encoding: 'identity' as const }
+        : await compressBody(answer.body, this.config.compression);
       const entry: CacheEntry = {
         status: answer.status,
         headers: selectHeaders(answer.headers),
@@ -218,7 +226,9 @@ export class ResponseCache {
         kind,
       };
       const ttlMs = storageTtlMs(this.config, kind);
-      await this.store.cacheSet(policy.key, encodeEntry(entry), { ttlMs, tags: this.tags(req.route, inn) });
+      const bytes = encodeEntry(entry);
+      await this.store.cacheSet(policy.key, bytes, { ttlMs, tags: this.tags(req.route, inn) });
+      if (deferred) this.packLater(policy.key, entry, bytes);
       this.counters.count(req.route, 'stores');
       this.counters.track(policy.key, req.route, inn, entry.storedAt + ttlMs, entry.storedAt);
       return entry;
@@ -227,6 +237,30 @@ export class ResponseCache {
       this.onError(error, { op: 'save', key: policy.key });
       return null;
     }
+  }
+
+  /** Resolves when the compressed copies being made now are stored (or given up): tests, shutdown. */
+  async packed(): Promise<void> {
+    await Promise.all([...this.packing]);
+  }
+
+  /**
+   * Compresses an entry stored uncompressed and swaps the copy in, unless the stored entry is no
+   * longer this one (replaced, purged, expired): the store compares the entry's header bytes.
+   */
+  private packLater(key: string, entry: CacheEntry, stored: Buffer): void {
+    const job: Promise<void> = (async () => {
+      const packed = await compressBody(entry.body, this.config.compression);
+      if (packed.encoding === 'identity') return;
+      const bytes = encodeEntry({ ...entry, body: packed.body, encoding: packed.encoding });
+      await this.store.cacheReplace(key, stored.subarray(0, HEADER_BYTES), bytes);
+    })()
+      .catch((error: unknown) => {
+        this.counters.count(entry.route, 'errors');
+        this.onError(error, { op: 'pack', key });
+      })
+      .finally(() => this.packing.delete(job));
+    this.packing.add(job);
   }
 
   /** A stored entry as an answer, without counting a hit (coalesced followers after the leader saved). */

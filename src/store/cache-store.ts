@@ -15,6 +15,12 @@ export interface CacheStore {
   cacheSet(key: string, value: Buffer, options: CacheSetOptions): Promise<void>;
   cacheDelete(key: string): Promise<void>;
   /**
+   * Replaces the entry with `value` only when the stored one starts with the bytes `expect`,
+   * keeping its TTL and tags (a compressed copy of the same answer swapped in after it was
+   * stored uncompressed); true when replaced. Never creates an entry.
+   */
+  cacheReplace(key: string, expect: Buffer, value: Buffer): Promise<boolean>;
+  /**
    * Deletes every cache entry carrying the tag; returns how many were still cached. (Redis may also
    * drop an entry re-set under the same key without the tag: over-purging a cache is harmless.)
    */

@@ -56,7 +56,7 @@ export interface Store
 
 /** Every method of every role, by role: one list that composition and fault injection share. */
 export const ROLE_METHODS = {
-  cache: ['cacheGet', 'cacheSet', 'cacheDelete', 'cachePurgeTag', 'cacheBytes'],
+  cache: ['cacheGet', 'cacheSet', 'cacheDelete', 'cacheReplace', 'cachePurgeTag', 'cacheBytes'],
   state: [
     'get',
     'set',

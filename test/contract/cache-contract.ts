@@ -41,6 +41,34 @@ export function describeCacheContract(t: ContractContext): void {
       expect(await t.store.cachePurgeTag('no-such-tag')).toBe(0);
     });
 
+    it('replaces an entry only when it starts with the expected bytes, keeping its TTL and tags', async () => {
+      const old = Buffer.from('HEAD1-identity-body');
+      await t.store.cacheSet('company:7707083893', old, { ttlMs: TTL, tags: ['inn:7707083893'] });
+      expect(await t.store.cacheReplace('company:7707083893', Buffer.from('HEAD2'), Buffer.from('x'))).toBe(
+        false,
+      );
+      expect(await t.store.cacheGet('company:7707083893')).toEqual(old);
+      const packed = Buffer.from('HEAD1-packed');
+      expect(await t.store.cacheReplace('company:7707083893', Buffer.from('HEAD1'), packed)).toBe(true);
+      expect(await t.store.cacheGet('company:7707083893')).toEqual(packed);
+      expect(await t.store.cacheReplace('never-set', Buffer.from('HEAD1'), packed)).toBe(false);
+      expect(await t.store.cacheGet('never-set')).toBeNull();
+      // The tag still reaches it, and it still expires when the first set said.
+      await t.store.cacheSet('company:7736050003', old, { ttlMs: TTL, tags: ['inn:7736050003'] });
+      await t.store.cacheReplace('company:7736050003', Buffer.from('HEAD1'), packed);
+      expect(await t.store.cachePurgeTag('inn:7736050003')).toBe(1);
+      expect(await t.store.cacheGet('company:7736050003')).toBeNull();
+      await t.h.pass(TTL + SLACK_MS);
+      expect(await t.store.cacheGet('company:7707083893')).toBeNull();
+    });
+
+    it('counts a replaced entry at its new size', async () => {
+      await t.store.cacheSet('k', Buffer.alloc(100, 1), { ttlMs: 60_000 });
+      expect(await t.store.cacheBytes()).toBe(101);
+      expect(await t.store.cacheReplace('k', Buffer.alloc(4, 1), Buffer.alloc(10, 1))).toBe(true);
+      expect(await t.store.cacheBytes()).toBe(11);
+    });
+
     it('does not count already-expired entries in a purge', async () => {
       await t.store.cacheSet('short', Buffer.from('s'), { ttlMs: TTL, tags: ['t'] });
       await t.store.cacheSet('long', Buffer.from('l'), { ttlMs: 60_000, tags: ['t'] });

@@ -75,6 +75,7 @@ maybe('ResponseCache over RedisStore', () => {
       const body = dossierBody();
       expect(body.length).toBeGreaterThan(90_000);
       await cache.save(request('company'), answer(200, body));
+      await cache.packed(); // stored as it came, then its brotli copy swapped in
       const key = new RedisKeys(prefix).cache(cache.keyOf(request('company'))!.key);
       expect(key).toContain(`{${INN}}`);
       const strlen = await client.strlen(key);

@@ -5,8 +5,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type CacheConfigInput, resolveCacheConfig } from '../../src/cache/cache-config.ts';
 import { parseCacheControl } from '../../src/cache/cache-control.ts';
-import { encodeEntry } from '../../src/cache/cache-entry.ts';
-import { ResponseCache } from '../../src/cache/response-cache.ts';
+import { type CacheEntry, encodeEntry } from '../../src/cache/cache-entry.ts';
+import { decompressBody } from '../../src/cache/content-coding.ts';
+import { type CacheRequest, ResponseCache, type UpstreamAnswer } from '../../src/cache/response-cache.ts';
 import { ManualClock } from '../../src/clock.ts';
 import type { Store } from '../../src/store/store.ts';
 import {
@@ -66,13 +67,44 @@ export function runResponseCacheSuite(
 
     const dossier = dossierBody();
 
+    /** save(), then the compressed copy swapped in after it (a large body is stored as it came first). */
+    const savePacked = async (c: ResponseCache, req: CacheRequest, ans: UpstreamAnswer) => {
+      await c.save(req, ans);
+      await c.packed();
+      return c.peek(req);
+    };
+
     describe('hits and misses', () => {
       it('a first read is a miss; after save the same read is a HIT with Age 0', async () => {
         expect(await cache.lookup(request('company'))).toEqual({ action: 'fetch', reason: 'miss' });
         const saved = await cache.save(request('company'), answer(200, dossier));
-        expect(saved?.encoding).toBe('br');
+        expect(saved?.encoding).toBe('identity'); // stored as it came; compressed right after
+        expect(await cache.lookup(request('company'))).toMatchObject({
+          action: 'serve',
+          age: 0,
+          status: 'HIT',
+        });
+        await cache.packed();
         const hit = await cache.lookup(request('company'));
         expect(hit).toMatchObject({ action: 'serve', age: 0, status: 'HIT' });
+        expect((hit as { entry: CacheEntry }).entry.encoding).toBe('br');
+        expect((hit as { entry: CacheEntry }).entry.storedAt).toBe(saved!.storedAt);
+      });
+
+      it('a compressed copy never replaces a newer entry, nor brings back a purged one', async () => {
+        await cache.save(request('company'), answer(200, dossier));
+        clock.advance(1_000);
+        const newer = Buffer.from(dossier);
+        newer.write('{"newer":1,', 0); // same length, other bytes
+        await cache.save(request('company'), answer(200, newer)); // replaces before the first is packed
+        await cache.packed();
+        const entry = await cache.peek(request('company'));
+        expect(entry?.storedAt).toBe(clock.now());
+        expect(decompressBody(entry!.body, entry!.encoding).subarray(0, 11).toString()).toBe('{"newer":1,');
+        await cache.save(request('company', { params: { inn: OTHER_INN } }), answer(200, dossier));
+        await cache.purgeInn(OTHER_INN);
+        await cache.packed();
+        expect(await cache.peek(request('company', { params: { inn: OTHER_INN } }))).toBeNull();
       });
 
       it('is shared across apps: what one app paid for serves another', async () => {
@@ -333,7 +365,7 @@ export function runResponseCacheSuite(
 
     describe('render', () => {
       it('sends the stored brotli body untouched to a client that accepts br', async () => {
-        const saved = (await cache.save(request('company'), answer(200, dossier)))!;
+        const saved = (await savePacked(cache, request('company'), answer(200, dossier)))!;
         const out = cache.render(saved, 'gzip, deflate, br');
         expect(out.headers).toMatchObject({
           'content-encoding': 'br',
@@ -357,9 +389,9 @@ export function runResponseCacheSuite(
       });
 
       it('a gzip-configured cache passes gzip through and still reads brotli entries', async () => {
-        const saved = (await cache.save(request('company'), answer(200, dossier)))!;
+        const saved = (await savePacked(cache, request('company'), answer(200, dossier)))!;
         const gzipCache = make({ compression: { encoding: 'gzip', level: 6 } });
-        const gz = (await gzipCache.save(request('requisites'), answer(200, dossier)))!;
+        const gz = (await savePacked(gzipCache, request('requisites'), answer(200, dossier)))!;
         expect(gz.encoding).toBe('gzip');
         expect(gzipCache.render(gz, 'gzip').headers['content-encoding']).toBe('gzip');
         const old = await gzipCache.lookup(request('company'));
@@ -411,6 +443,7 @@ export function runResponseCacheSuite(
         await cache.lookup(request('company'));
         await cache.save(request('company'), answer(200, dossier));
         await cache.save(request('bank'), answer(200, bankBody()));
+        await cache.packed();
         await cache.lookup(request('company'));
         await cache.lookup(request('company'));
         clock.advance(7 * H);

@@ -55,6 +55,25 @@ export class MemoryCache implements CacheStore {
     this.cache.delete(key);
   }
 
+  async cacheReplace(key: string, expect: Buffer, value: Buffer): Promise<boolean> {
+    const current = this.cache.peek(key);
+    if (!current || current.length < expect.length || !current.subarray(0, expect.length).equals(expect))
+      return false;
+    const ttl = this.cache.getRemainingTTL(key);
+    const tags = this.keyTags.get(key);
+    this.cache.set(key, value, Number.isFinite(ttl) && ttl > 0 ? { ttl } : {}); // dispose unlinks its tags
+    if (!this.cache.has(key)) return false;
+    if (tags) {
+      this.keyTags.set(key, tags);
+      for (const tag of tags) {
+        const keys = this.tagKeys.get(tag) ?? new Set<string>();
+        this.tagKeys.set(tag, keys);
+        keys.add(key);
+      }
+    }
+    return true;
+  }
+
   async cachePurgeTag(tag: string): Promise<number> {
     const keys = this.tagKeys.get(tag);
     if (!keys) return 0;

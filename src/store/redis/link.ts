@@ -14,7 +14,7 @@ export class RedisLink {
   ) {}
 
   /** EVALSHA, loading the script with EVAL when the server does not know it yet. */
-  async eval(script: LuaScript, keys: string[], args: (string | number)[]): Promise<unknown> {
+  async eval(script: LuaScript, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
     try {
       return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (error) {
@@ -33,7 +33,7 @@ export class RedisLink {
   }
 
   /** run(eval(...)). */
-  script(script: LuaScript, keys: string[], args: (string | number)[]): Promise<unknown> {
+  script(script: LuaScript, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
     return this.run(() => this.eval(script, keys, args));
   }
 }

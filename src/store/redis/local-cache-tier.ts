@@ -67,6 +67,15 @@ export class LocalCacheTier implements CacheStore {
     await this.local.cacheSet(key, value, options);
   }
 
+  async cacheReplace(key: string, expect: Buffer, value: Buffer): Promise<boolean> {
+    const started = this.generation;
+    const replaced = await this.remote.cacheReplace(key, expect, value);
+    // Other replicas' tiers keep the copy they hold: the same answer, in another coding.
+    if (replaced && started === this.generation) await this.local.cacheReplace(key, expect, value);
+    else await this.local.cacheDelete(key);
+    return replaced;
+  }
+
   async cacheDelete(key: string): Promise<void> {
     this.onPurge({ keys: [key] });
     await this.remote.cacheDelete(key);

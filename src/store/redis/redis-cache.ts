@@ -5,7 +5,7 @@
 import type { CacheSetOptions, CacheStore } from '../cache-store.ts';
 import { ttlOf, uniqueStrings } from '../store-util.ts';
 import type { RedisLink } from './link.ts';
-import { CACHE_ACCOUNT, TAG_ADD, TAG_TAKE } from './state-scripts.ts';
+import { CACHE_ACCOUNT, CACHE_REPLACE, TAG_ADD, TAG_TAKE } from './state-scripts.ts';
 
 export class RedisCache implements CacheStore {
   constructor(
@@ -41,6 +41,17 @@ export class RedisCache implements CacheStore {
     await link.run(() =>
       Promise.all([link.client.del(entry), link.eval(CACHE_ACCOUNT, this.accountKeys(), ['del', entry])]),
     );
+  }
+
+  async cacheReplace(key: string, expect: Buffer, value: Buffer): Promise<boolean> {
+    const { link } = this;
+    const size = Math.max(1, value.length + Buffer.byteLength(key));
+    if (size > this.cacheMaxBytes) return false;
+    const entry = link.k.cache(key);
+    const ttl = Number(await link.script(CACHE_REPLACE, [entry], [expect, value]));
+    if (ttl <= 0) return false;
+    await link.script(CACHE_ACCOUNT, this.accountKeys(), ['set', entry, size, ttl]);
+    return true;
   }
 
   /** The entry and what is left of its TTL, in one round trip (the local tier keeps it no longer). */

@@ -72,6 +72,21 @@ return tonumber(redis.call('GET', bytes) or 0)
 `,
 );
 
+/**
+ * KEYS: cache entry. ARGV: expected leading bytes, new value. Replaces the value, keeping its
+ * TTL, when the stored one starts with the expected bytes; returns the TTL left (ms), else 0.
+ */
+export const CACHE_REPLACE: LuaScript = lua(
+  'cacheReplace',
+  `
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then return 0 end
+if redis.call('GETRANGE', KEYS[1], 0, #ARGV[1] - 1) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+return ttl
+`,
+);
+
 /** KEYS: lock. ARGV: owner, ttl. Compare-and-extend (lease renewal). */
 export const RENEW_LOCK: LuaScript = lua(
   'renewLock',
