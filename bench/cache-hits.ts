@@ -9,7 +9,8 @@
 // emulator (same code, data and seed) whose key limit never refuses them; the gateways' own
 // upstream keeps the spec's 60/min (or --upstream-key-limit), which the gateways follow.
 // Every gateway answer must be 200 with X-Cache: HIT (and the expected Content-Encoding);
-// anything else is counted as an error. Prints a table and writes bench/results/cache-hits.json.
+// anything else is counted as an error. Prints a table and writes bench/results/cache-hits.json
+// and its chart, bench/results/cache-hits.svg (bench/chart.ts).
 //   node bin/run-ts.js bench/cache-hits.ts [--seconds 1] [--rounds 4] [--concurrency 16,64] [--upstream-key-limit 60] [--no-wrk]
 // Redis: REDIS_URL, else redis://127.0.0.1:6379; a unique key prefix, and only the keys under
 // it are deleted at the end.
@@ -23,6 +24,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
+import { cacheHitsSvg } from './chart.ts';
 import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
 import { type NginxCache, startNginxCache } from './nginx-cache.ts';
 import { runWrk, wrkAvailable } from './wrk-load.ts';
@@ -619,6 +621,8 @@ await mkdir('bench/results', { recursive: true });
 await writeFile('bench/results/cache-hits.json', `${JSON.stringify(report, null, 2)}\n`);
 if (cleanup) console.log(`redis: deleted ${cleanup.deleted} keys under ${PREFIX}; ${cleanup.left} left`);
 console.log(`written bench/results/cache-hits.json (${report.total_seconds} s)`);
+await writeFile('bench/results/cache-hits.svg', cacheHitsSvg(report));
+console.log('written bench/results/cache-hits.svg (bench/chart.ts)');
 const failed = cells.filter((c) => errorCount(c) > 0).length;
 if (failed) {
   console.error(`${failed} cells had errors (non-HIT or unexpected answers)`);
