@@ -153,7 +153,7 @@ export const derive: StageFactory = (deps) => {
         const entry = await deps.cache
           .peek({ route: 'section', params: { inn, section }, query: {} })
           .catch(() => null);
-        if (!entry || entry.status !== 200 || entry.storedAt < start) return;
+        if (entry?.status !== 200 || entry.storedAt < start) return;
         if (!parsed) {
           dossier = parseJson(body);
           parsed = true;
