@@ -31,6 +31,7 @@ import { SpendLedger } from './cost/spend-ledger.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
 import { ApiError, errorEnvelope } from './errors.ts';
 import { RateGovernor } from './limits/index.ts';
+import { accessLogger } from './logger.ts';
 import { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import { UNKNOWN_APP } from './metrics/metric-catalogue.ts';
 import { SharedGauges } from './metrics/shared-gauges.ts';
@@ -174,6 +175,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
   const routeByUrl = new Map(UPSTREAM_ROUTES.map((r) => [`${r.method} ${r.url}`, r.name]));
 
+  const access = accessLogger(deps.logger, config.log.requests);
   app.addHook('onResponse', async (request, reply) => {
     const ctx = request.ctx;
     const refusal = ctx?.refusal;
@@ -184,7 +186,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (ctx && (ctx.cache === 'HIT' || ctx.cache === 'STALE') && reply.statusCode === 200)
       metrics.saved(ctx, 'cache', metrics.directCost(ctx, ctx.windowCovered ?? false));
     const line = requestLogLine(request, reply);
-    request.log.info(line, 'request');
+    access.info({ reqId: request.id, ...line }, 'request');
     const route = ctx?.route.name ?? routeByUrl.get(`${request.method} ${request.routeOptions.url}`);
     if (route === undefined && !request.url.startsWith('/v1/')) return;
     const appName = ctx?.app?.name ? metrics.app(ctx.app.name) : UNKNOWN_APP;
@@ -318,7 +320,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   };
   reloaders.set(app, reload);
   if (config.server.hitPath)
-    hitPath = makeHitPath({ deps: current, closing: () => closing, metrics, logger: deps.logger });
+    hitPath = makeHitPath({ deps: current, closing: () => closing, metrics, logger: deps.logger, access });
   registerAdminRoutes(app, current, reload, { webhooks: checkEvents.deliveries });
   for (const route of UPSTREAM_ROUTES) {
     app.route({

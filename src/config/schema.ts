@@ -170,6 +170,11 @@ export const configSchema = z
     log: z
       .object({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+        /**
+         * One line per answer at info (README "Request log line"). false: none (the metrics still
+         * count every answer); each line costs ~20 µs of CPU, a third of a cache HIT's.
+         */
+        requests: z.boolean().default(true),
       })
       .strict()
       .prefault({}),
@@ -306,6 +311,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'CPGW_RECONCILE_INTERVAL_MS', path: ['cost', 'reconcileIntervalMs'], type: 'int' },
   { env: 'CPGW_LOCAL_CACHE_BYTES', path: ['store', 'localCacheBytes'], type: 'int' },
   { env: 'CPGW_LOG_LEVEL', path: ['log', 'level'], type: 'string' },
+  { env: 'CPGW_LOG_REQUESTS', path: ['log', 'requests'], type: 'bool' },
   { env: 'CPGW_TIME_ZONE', path: ['cost', 'timeZone'], type: 'string' },
   { env: 'CPGW_WINDOW_SECONDS', path: ['cost', 'windowSeconds'], type: 'int' },
   { env: 'CPGW_WINDOW_SAFETY_MARGIN_SECONDS', path: ['cost', 'safetyMarginSeconds'], type: 'int' },

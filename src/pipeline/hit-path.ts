@@ -86,6 +86,8 @@ export interface HitPathOptions {
   closing: () => boolean;
   metrics: GatewayMetrics;
   logger: Logger;
+  /** The request log line's logger (logger.ts accessLogger). */
+  access: Logger;
 }
 
 /** Returns the server's first look at a request: true when it answered, false to go on to fastify. */
@@ -156,7 +158,7 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
   const saved = kind === null || (shape?.covered && windowOpen) ? 0 : (deps.prices.price(kind) ?? 0);
   const elapsedMs = performance.now() - started;
   metrics.hit(app.name, route.name, kind, saved, elapsedMs / 1000);
-  if (o.logger.isLevelEnabled('info')) {
+  if (o.access.isLevelEnabled('info')) {
     const ctx: RequestContext = {
       requestId,
       route,
@@ -183,7 +185,7 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
       elapsedMs,
       clientGone: false,
     });
-    o.logger.info({ reqId: requestId, ...line }, 'request');
+    o.access.info({ reqId: requestId, ...line }, 'request');
   }
   return true;
 }

@@ -216,3 +216,19 @@ describe('what the hit path leaves to the full pipeline', () => {
     expect(expired.headers.get('x-cache')).toBe('MISS');
   });
 });
+
+describe('log.requests: false', () => {
+  it('writes no request line, on the hit path or the full pipeline, and still counts the answers', async () => {
+    const quiet = await startHarness({ config: { log: { requests: false } } });
+    try {
+      const path = '/v1/banks/044525225';
+      for (let i = 0; i < 3; i++) expect((await quiet.call('alpha', path)).status).toBe(200);
+      expect((await quiet.call('alpha', '/v1/banks/12345')).status).toBe(422);
+      expect(quiet.logs.filter((l) => l.includes('"msg":"request"'))).toEqual([]);
+      const metrics = await (await fetch(`${quiet.gateway.url}/metrics`)).text();
+      expect(sumOf(metrics, 'cpgw_requests_total', { app: 'alpha', route: 'bank' })).toBe(4);
+    } finally {
+      await quiet.close();
+    }
+  });
+});
