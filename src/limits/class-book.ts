@@ -4,13 +4,25 @@
 // app's cap and share, the minute cap), how a class looks for an estimate, and what an app has
 // left (headroom).
 //
+// Pacing engages only when needed. A class whose pacing is on is taken one of two ways:
+// - at once, while no other app competes for it (fair-share.ts): the class log with its limit
+//   less `reserve`, and the pacing log with no limit (it still records the start);
+// - paced: the class log with its whole limit and the pacing log with `burst`.
+// The class log is in both, so neither way ever lets more than the limit start in a window.
+//
 // No waiting and no granting here (rate-governor.ts does that through the Store's atomic take),
 // and no reading of upstream answers: upstream-follower.ts sets the key limit and the minute cap.
 // Must never call Date.now(): every time comes from the injected clock.
 import type { Clock } from '../clock.ts';
 import type { LimitClassState } from '../store/store.ts';
 import type { FairShare } from './fair-share.ts';
-import { LIMIT_CLASS_NAMES, type LimitClassConfig, type LimitClassName, paceOf } from './limit-classes.ts';
+import {
+  LIMIT_CLASS_NAMES,
+  type LimitClassConfig,
+  type LimitClassName,
+  paceOf,
+  startsAtOnceBelow,
+} from './limit-classes.ts';
 import { type ClassView, startEstimateMs } from './slot-estimate.ts';
 import type { GovernedSlots, OwnSlot } from './slot-fallback.ts';
 import { type ClassSpec, classSpec, decodeStoreClass } from './store-class.ts';
@@ -27,6 +39,7 @@ export interface AppLimits {
 
 export interface Headroom {
   limit: number;
+  /** Calls that could start now: the class, its pacing when it is engaged, caps, pauses. */
   remaining: number;
   /** Unix ms by which every slot counted now has left the window (the pause end when paused). */
   resetAtMs: number;
@@ -38,7 +51,22 @@ export interface Headroom {
 export interface MinuteCap {
   resetAtMs: number;
   limit: number;
+  /**
+   * The X-RateLimit-Remaining it was worked out from. Within one minute the upstream's Remaining
+   * only falls, so the lowest is its newest count.
+   */
+  remaining?: number;
+  /** The replica whose answer it was worked out from. */
+  by?: string;
+  /**
+   * Of that replica's calls in flight then (subtracted: perhaps not yet counted upstream), how
+   * many have not answered since with an older count (which shows they were counted).
+   */
+  uncounted?: number;
 }
+
+/** A pacing log's limit when a call is taken at once: it records the start, never refuses it. */
+const RECORD_ONLY = 1_000_000_000;
 
 export class ClassBook {
   keyLimit: number;
@@ -46,6 +74,8 @@ export class ClassBook {
   /** This replica's own slots still in a window, per store class (for estimates). */
   readonly ownSlots = new Map<string, Map<string, number>>();
   private readonly apps = new Map<string, AppLimits>();
+  /** Per class: until when its log is known to hold its limit less the reserve (a take at once fails). */
+  private readonly lowUntil = new Map<LimitClassName, number>();
 
   constructor(
     private readonly store: GovernedSlots,
@@ -111,34 +141,56 @@ export class ClassBook {
     const now = this.clock.now();
     const specs: ClassSpec[] = [];
     for (const name of names) {
-      specs.push(this.spec(name));
+      const spec = this.spec(name);
+      specs.push(spec);
+      const pace = this.paceSpec(name, spec.limit);
+      if (pace) specs.push(pace);
       const cap = this.capSpec(app, name);
       if (cap) specs.push(cap);
     }
     const cap = names.includes('key') ? this.activeMinuteCap(now) : null;
     if (cap) specs.push(this.minuteCapSpec(cap));
-    const states = await this.store.limiterState(specs);
+    // Who competes (pacing engaged or not) is read in the same round trip when it is stale.
+    const plan = this.fair.refreshPlan(names);
+    const states = await this.store.limiterState(plan ? [...specs, ...plan.specs] : specs);
+    plan?.apply(states.slice(specs.length));
     const out: Partial<Record<LimitClassName, Headroom>> = {};
     for (const name of names) {
       const related = specs
-        .map((spec, i) => ({ spec, state: states[i] }))
+        .map((spec, i) => ({ spec, state: states[i], view: states[i] && this.view(spec, states[i], now) }))
         .filter(({ spec: { cls } }) => (cls.kind === 'minute' ? name === 'key' : cls.cls === name));
+      const classView = related.find((r) => r.spec.cls.kind === 'class')?.view;
+      const paceView = related.find((r) => r.spec.cls.kind === 'pace')?.view;
+      const atOnce = this.atOnceBelow(name, app);
       let limit = Number.POSITIVE_INFINITY;
       let remaining = Number.POSITIVE_INFINITY;
       let resetAtMs = now;
       let nextSlotAtMs = now;
-      for (const { spec, state } of related) {
-        if (!state) continue;
-        const view = this.view(spec, state, now);
+      for (const { spec, state, view } of related) {
+        if (!state || !view) continue;
         // The upstream-minute cap is a passing bound: it lowers what remains, not the limit
         // an app is told it has (X-RateLimit-Limit stays the class's or the app's cap).
-        if (spec.cls.kind !== 'minute') limit = Math.min(limit, view.limit);
-        remaining = Math.min(remaining, state.pausedForMs > 0 ? 0 : Math.max(0, view.limit - state.used));
+        if (spec.cls.kind !== 'minute' && spec.cls.kind !== 'pace') limit = Math.min(limit, view.limit);
+        if (spec.cls.kind !== 'pace') remaining = Math.min(remaining, roomOf(view));
         const allOwn = view.ownExpiriesMs.length >= state.used;
         const clears = state.used === 0 ? 0 : allOwn ? Math.max(0, ...view.ownExpiriesMs) : view.windowMs;
         resetAtMs = Math.max(resetAtMs, now + Math.max(clears, state.pausedForMs));
+      }
+      if (classView && paceView) {
+        // What pacing lets start now: at once down to the reserve (each start also enters the
+        // pacing log), then paced.
+        const used = classView.used;
+        const first = atOnce === null ? 0 : Math.max(0, atOnce - used);
+        const paced = Math.max(0, Math.min(roomOf(classView) - first, roomOf(paceView) - first));
+        remaining = Math.min(remaining, classView.pausedForMs > 0 ? 0 : first + paced);
+      }
+      for (const { spec, view } of related) {
+        if (!view) continue;
+        // Pacing binds the next start only when nothing can start at once.
+        if (spec.cls.kind === 'pace' && remaining > 0) continue;
         nextSlotAtMs = Math.max(nextSlotAtMs, now + Math.ceil(startEstimateMs(view, 0)));
       }
+      if (remaining > 0) nextSlotAtMs = now;
       out[name] = { limit, remaining, resetAtMs, nextSlotAtMs };
     }
     return out;
@@ -178,14 +230,28 @@ export class ClassBook {
     own.set(id, now);
   }
 
-  /** Every store class one call takes: its classes, their pacing, the app's cap and share, the minute cap. */
-  specsFor(w: { app: string; classes: LimitClassName[] }): ClassSpec[] {
+  /**
+   * Every store class one call takes: its classes, their pacing, the app's cap and share, the
+   * minute cap. The classes in `atOnce` are taken at once (their log less the reserve, their
+   * pacing log recording only); the others paced.
+   */
+  specsFor(
+    w: { app: string; classes: LimitClassName[] },
+    atOnce: ReadonlySet<LimitClassName> = new Set(),
+  ): ClassSpec[] {
     const specs: ClassSpec[] = [];
     for (const c of w.classes) {
       const spec = this.spec(c);
-      specs.push(spec);
-      const pace = paceOf(spec.limit, spec.windowMs, this.classes[c].burst);
-      if (pace) specs.push(classSpec({ kind: 'pace', cls: c }, pace.limit, pace.windowMs));
+      const pace = this.paceSpec(c, spec.limit);
+      const below = atOnce.has(c)
+        ? startsAtOnceBelow(spec.limit, this.classes[c].burst, this.classes[c].reserve)
+        : null;
+      if (pace && below !== null) {
+        specs.push(classSpec(spec.cls, below, spec.windowMs), { ...pace, limit: RECORD_ONLY });
+      } else {
+        specs.push(spec);
+        if (pace) specs.push(pace);
+      }
       const cap = this.capSpec(w.app, c);
       if (cap) specs.push(cap);
       specs.push(this.fair.spec(c, w.app, spec.limit));
@@ -193,6 +259,60 @@ export class ClassBook {
     const minute = w.classes.includes('key') ? this.activeMinuteCap(this.clock.now()) : null;
     if (minute) specs.push(this.minuteCapSpec(minute));
     return specs;
+  }
+
+  /**
+   * The ways a waiter's take can succeed, for estimates: paced, and at once for the classes that
+   * may start so (their pacing log, which only records then, left out).
+   */
+  pathsFor(w: { app: string; classes: LimitClassName[] }): ClassSpec[][] {
+    // The minute cap as it will be once the calls it counted as in flight have answered (they
+    // answer within an upstream timeout, and show they were counted: upstream-follower.ts).
+    const uncounted = this.minuteCap?.uncounted ?? 0;
+    const expected = (specs: ClassSpec[]) =>
+      uncounted > 0
+        ? specs.map((s) => (s.cls.kind === 'minute' ? { ...s, limit: s.limit + uncounted } : s))
+        : specs;
+    const paced = expected(this.specsFor(w));
+    const atOnce = new Set(w.classes.filter((c) => this.atOnceBelow(c, w.app) !== null));
+    if (atOnce.size === 0) return [paced];
+    const quick = this.specsFor(w, atOnce).filter((s) => s.limit < RECORD_ONLY || s.cls.kind !== 'pace');
+    return [paced, expected(quick)];
+  }
+
+  /**
+   * The classes of this call that may start at once now: pacing on, a reserve below the limit, no
+   * other app competing, and the class's log not known to be down to its reserve.
+   */
+  atOnceClasses(w: { app: string; classes: LimitClassName[] }, now: number): Set<LimitClassName> {
+    const out = new Set<LimitClassName>();
+    for (const c of w.classes)
+      if (this.atOnceBelow(c, w.app) !== null && (this.lowUntil.get(c) ?? 0) <= now) out.add(c);
+    return out;
+  }
+
+  /** A take at once was refused by the class (it is down to its reserve) until `until`. */
+  downToReserve(c: LimitClassName, until: number): void {
+    this.lowUntil.set(c, until);
+  }
+
+  /** Slots of the class were given back: a take at once may succeed again. */
+  slotsReturned(c: LimitClassName): void {
+    this.lowUntil.delete(c);
+  }
+
+  /** Below how many starts in its window the class starts the app's call at once (null: paced). */
+  private atOnceBelow(c: LimitClassName, app: string): number | null {
+    const cfg = this.classes[c];
+    const below = startsAtOnceBelow(this.spec(c).limit, cfg.burst, cfg.reserve);
+    return below !== null && !this.fair.competing(c, app) ? below : null;
+  }
+
+  /** The pacing log of a class (at most `burst` starts per burst * window / limit), or null when off. */
+  private paceSpec(c: LimitClassName, limit: number): ClassSpec | null {
+    const cfg = this.classes[c];
+    const pace = paceOf(limit, cfg.windowMs, cfg.burst);
+    return pace ? classSpec({ kind: 'pace', cls: c }, pace.limit, pace.windowMs) : null;
   }
 
   spec(name: LimitClassName): ClassSpec {
@@ -249,11 +369,28 @@ export class ClassBook {
     return this.minuteCap;
   }
 
-  /** Keeps the lowest cap of the newest upstream minute; true when it changed. */
+  /**
+   * Keeps the cap of the newest upstream minute worked out from the upstream's newest count (the
+   * lowest Remaining); between two of the same Remaining, the lower. true when it changed.
+   *
+   * Not simply the lowest cap: each cap counts this replica's calls still in flight as not yet
+   * counted upstream, which is safe but, in a burst, far too low (20 calls in flight take 19
+   * from the minute until it resets). A later answer, with fewer calls in flight, corrects it.
+   */
   mergeMinuteCap(cap: MinuteCap): boolean {
     const current = this.activeMinuteCap(this.clock.now());
     if (current && current.resetAtMs > cap.resetAtMs) return false;
-    if (current && current.resetAtMs === cap.resetAtMs && current.limit <= cap.limit) return false;
+    if (current && current.resetAtMs === cap.resetAtMs) {
+      const was = current.remaining ?? Number.POSITIVE_INFINITY;
+      const now = cap.remaining ?? Number.POSITIVE_INFINITY;
+      if (now > was) return false;
+      if (now === was) {
+        // The same answer refined by its replica (a call in flight then has shown it was counted).
+        const refined =
+          cap.by !== undefined && cap.by === current.by && (cap.uncounted ?? 0) < (current.uncounted ?? 0);
+        if (!refined && current.limit <= cap.limit) return false;
+      }
+    }
     this.minuteCap = cap;
     return true;
   }
@@ -269,4 +406,9 @@ export class ClassBook {
   priorityOf(app: string): number {
     return this.apps.get(app)?.priority ?? 0;
   }
+}
+
+/** Starts a class view has room for now (0 while paused or at its limit). */
+function roomOf(view: ClassView): number {
+  return view.pausedForMs > 0 ? 0 : Math.max(0, view.limit - view.used);
 }

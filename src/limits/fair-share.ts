@@ -13,9 +13,16 @@
 // The share is a scheduling hint on top of the class limit: it never lets a call start that the
 // class would refuse (the class is in the same atomic take). Must never block an app that is
 // alone in wanting the class.
+//
+// The same reading says whether apps COMPETE for a class, which is when pacing engages
+// (class-book.ts): another app was refused it by the class itself or its pacing within the last
+// window, and perhaps waits for it still ("search@crm:refused", one member per replica, kept one
+// window after the last mark). A burst of one app, or of several apps that all get their starts,
+// is not competition; nor is waiting for the upstream's minute cap.
+import type { LimitClassState } from '../store/store.ts';
 import type { LimitClassName } from './limit-classes.ts';
 import type { SlotStore } from './slot-fallback.ts';
-import { type ClassSpec, classSpec } from './store-class.ts';
+import { type ClassSpec, classSpec, decodeStoreClass } from './store-class.ts';
 
 export interface FairShareOptions {
   store: SlotStore;
@@ -32,10 +39,27 @@ export interface FairShareOptions {
 
 const NEVER_BINDING = 1_000_000_000;
 
+/** What the last reading of one class said. */
+interface Reading {
+  at: number;
+  /** Apps waiting for the class on some replica now. */
+  apps: Set<string>;
+  /** Apps that waited for it or were refused it within the last window. */
+  refused: Set<string>;
+}
+
+/** A read of the waiting and refused logs to make, and how to apply its answer. */
+export interface RefreshPlan {
+  specs: ClassSpec[];
+  apply(states: readonly (LimitClassState | undefined)[]): void;
+}
+
 export class FairShare {
-  private readonly waiting = new Map<LimitClassName, { at: number; apps: Set<string> }>();
+  private readonly waiting = new Map<LimitClassName, Reading>();
   /** Waiting logs this replica is a member of, with when it last refreshed its entry. */
   private readonly registered = new Map<string, number>();
+  /** Apps this replica has marked (read back with the known ones, configured or not). */
+  private readonly marked = new Set<string>();
 
   constructor(private readonly o: FairShareOptions) {}
 
@@ -43,23 +67,56 @@ export class FairShare {
     return classSpec({ kind: 'waiting', cls: c, app }, NEVER_BINDING, this.o.windowOf(c));
   }
 
+  private refusedSpec(c: LimitClassName, app: string): ClassSpec {
+    return classSpec({ kind: 'refused', cls: c, app }, NEVER_BINDING, this.o.windowOf(c));
+  }
+
   /** Re-reads who waits for these classes when the last reading is older than refreshMs. */
   async refresh(classes: LimitClassName[]): Promise<void> {
+    const plan = this.refreshPlan(classes);
+    if (!plan) return;
+    plan.apply(await this.o.store.limiterState(plan.specs));
+  }
+
+  /**
+   * The logs to read for these classes when the last reading is older than refreshMs (null when
+   * it is fresh), so that a caller can read them in the same round trip as its own.
+   */
+  refreshPlan(classes: readonly LimitClassName[]): RefreshPlan | null {
     const now = this.o.now();
     const stale = classes.filter(
       (c) => now - (this.waiting.get(c)?.at ?? Number.NEGATIVE_INFINITY) >= this.o.refreshMs,
     );
-    if (stale.length === 0) return;
-    const apps = this.o.knownApps();
+    if (stale.length === 0) return null;
+    const apps = [...new Set([...this.o.knownApps(), ...this.marked])];
     const specs: ClassSpec[] = [];
-    for (const c of stale) for (const app of apps) specs.push(this.waitingSpec(c, app));
-    const states = specs.length > 0 ? await this.o.store.limiterState(specs) : [];
-    let i = 0;
-    for (const c of stale) {
-      const waiting = new Set<string>();
-      for (const app of apps) if ((states[i++]?.used ?? 0) > 0) waiting.add(app);
-      this.waiting.set(c, { at: now, apps: waiting });
-    }
+    for (const c of stale)
+      for (const app of apps) specs.push(this.waitingSpec(c, app), this.refusedSpec(c, app));
+    return {
+      specs,
+      apply: (states) => {
+        let i = 0;
+        for (const c of stale) {
+          const waiting = new Set<string>();
+          const refused = new Set<string>();
+          for (const app of apps) {
+            if ((states[i++]?.used ?? 0) > 0) waiting.add(app);
+            if ((states[i++]?.used ?? 0) > 0) refused.add(app);
+          }
+          this.waiting.set(c, { at: now, apps: waiting, refused });
+        }
+      },
+    };
+  }
+
+  /**
+   * Whether an app other than `app` competes for the class: it was refused it by the class or its
+   * pacing (and perhaps waits for it still) within the window. Waiting for the upstream's minute
+   * cap alone is not competing.
+   */
+  competing(c: LimitClassName, app: string): boolean {
+    for (const other of this.waiting.get(c)?.refused ?? []) if (other !== app) return true;
+    return false;
   }
 
   /** The app's share class for this take (from the last reading of who waits). */
@@ -77,27 +134,45 @@ export class FairShare {
     return [...(this.waiting.get(c)?.apps ?? [])].sort();
   }
 
-  /** Says, for every replica to see, that this app waits here for the class. */
-  async markWaiting(c: LimitClassName, app: string): Promise<void> {
-    const spec = this.waitingSpec(c, app);
-    const now = this.o.now();
-    const last = this.registered.get(spec.name);
-    if (last !== undefined && now - last < spec.windowMs / 2) return;
-    this.registered.set(spec.name, now);
-    this.waiting.get(c)?.apps.add(app);
-    await this.o.store.takeSlots([spec], this.o.instance);
+  /** Apps competing for a class (see competing), as last read. */
+  competingApps(c: LimitClassName): string[] {
+    return [...(this.waiting.get(c)?.refused ?? [])].sort();
   }
 
-  /** This replica has no more waiters of the app for the class. */
+  /**
+   * Says, for every replica to see, that this app waits here for the class, and, when `competes`
+   * (the class itself or its pacing refused it, not the upstream's minute cap), that it competes
+   * for it: the refused log keeps that for a window after the last mark.
+   */
+  async markWaiting(c: LimitClassName, app: string, competes = true): Promise<void> {
+    const now = this.o.now();
+    const r = this.waiting.get(c);
+    const marks: ClassSpec[] = [];
+    for (const spec of competes
+      ? [this.waitingSpec(c, app), this.refusedSpec(c, app)]
+      : [this.waitingSpec(c, app)]) {
+      const last = this.registered.get(spec.name);
+      if (last !== undefined && now - last < spec.windowMs / 2) continue;
+      this.registered.set(spec.name, now);
+      marks.push(spec);
+    }
+    if (marks.length === 0) return;
+    this.marked.add(app);
+    r?.apps.add(app);
+    if (competes) r?.refused.add(app);
+    await this.o.store.takeSlots(marks, this.o.instance);
+  }
+
+  /** This replica has no more waiters of the app for the class (it still competed lately). */
   async clearWaiting(c: LimitClassName, app: string): Promise<void> {
     const { name } = this.waitingSpec(c, app);
     if (!this.registered.delete(name)) return;
     await this.o.store.returnSlots([name], this.o.instance);
   }
 
-  /** Leaves every waiting log (shutdown). */
+  /** Leaves every waiting log (shutdown); the refused logs expire with their window. */
   async clearAll(): Promise<void> {
-    const names = [...this.registered.keys()];
+    const names = [...this.registered.keys()].filter((name) => decodeStoreClass(name)?.kind === 'waiting');
     this.registered.clear();
     await Promise.all(names.map((name) => this.o.store.returnSlots([name], this.o.instance)));
   }

@@ -1,5 +1,5 @@
 // The limiter's snapshot for GET /admin/limits: every class's limit, use, pause, local queue and
-// the apps waiting for it on any replica; the upstream-minute cap; every app's weight, priority,
+// the apps waiting for it (or competing for it) on any replica; the upstream-minute cap; every app's weight, priority,
 // caps, waiters and wait statistics.
 //
 // Read-only: one limiterState round trip and a refresh of who waits. Must never decide, take or
@@ -22,6 +22,11 @@ export interface GovernorState {
     queued: Record<string, number>;
     /** Apps waiting for this class on any replica (as last read). */
     waitingApps: string[];
+    /**
+     * Apps competing for it: waiting, or waited or refused within the window (as last read).
+     * While an app other than the caller is listed, the caller's starts are paced.
+     */
+    competingApps: string[];
   }[];
   upstreamMinuteCap: { resetAtMs: number; limit: number; used: number } | null;
   apps: (AppWaitStats & {
@@ -78,6 +83,7 @@ export async function readGovernorState(a: {
       pausedForMs: states[i]?.pausedForMs ?? 0,
       queued: queued.get(name) ?? {},
       waitingApps: fair.waitingApps(name),
+      competingApps: fair.competingApps(name),
     })),
     upstreamMinuteCap: cap ? { ...cap, used: states[LIMIT_CLASS_NAMES.length]?.used ?? 0 } : null,
     apps: [...names].sort().map((name) => ({

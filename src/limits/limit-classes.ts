@@ -26,6 +26,13 @@ export interface LimitClassConfig {
    */
   burst: number;
   /**
+   * Pacing engages only when it is needed: a call starts at once, unpaced, while the class has
+   * more than `reserve` of its window left and no other app competes for it (waits for it, or was
+   * refused it within the window). The last `reserve` starts of a window, and every start while
+   * apps compete, are paced. `reserve >= limit` paces every start.
+   */
+  reserve: number;
+  /**
    * While the Store is unreachable, the most this replica alone starts per window (its
    * conservative local share). Default: limit / the expected number of replicas.
    */
@@ -38,7 +45,7 @@ export const MINUTE_MS = 60_000;
  * Defaults from the upstream spec (section Limits). `key` follows X-RateLimit-Limit at run
  * time; `check` is the "cold fresh check" limit (see coldCheck below).
  */
-export const DEFAULT_LIMIT_CLASSES: Readonly<Record<LimitClassName, LimitClassConfig>> = {
+export const DEFAULT_LIMIT_CLASSES: Readonly<Record<LimitClassName, Omit<LimitClassConfig, 'reserve'>>> = {
   key: { name: 'key', limit: 60, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 5 },
   search: { name: 'search', limit: 20, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 1 },
   suggest: { name: 'suggest', limit: 120, windowMs: MINUTE_MS, maxWaitMs: 2_000, burst: 10 },
@@ -47,13 +54,23 @@ export const DEFAULT_LIMIT_CLASSES: Readonly<Record<LimitClassName, LimitClassCo
   check: { name: 'check', limit: 2, windowMs: MINUTE_MS, maxWaitMs: 15_000, burst: 2 },
 };
 
+/**
+ * The default `reserve` of a class: one pacing batch (`burst`), so a cold burst of up to the
+ * window's allowance less one batch starts at once; searches (the scarcest class, and the one a
+ * flood starves others of) are paced from the first start, a whole window of them.
+ */
+export function defaultReserve(c: Pick<LimitClassConfig, 'name' | 'limit' | 'burst'>): number {
+  return c.name === 'search' ? c.limit : c.burst;
+}
+
 /** The defaults with any overrides applied; every class is always present. */
 export function limitClassesWith(
   overrides: Partial<Record<LimitClassName, Partial<Omit<LimitClassConfig, 'name'>>>> = {},
 ): Record<LimitClassName, LimitClassConfig> {
   const out = {} as Record<LimitClassName, LimitClassConfig>;
   for (const name of LIMIT_CLASS_NAMES) {
-    const merged = { ...DEFAULT_LIMIT_CLASSES[name], ...overrides[name], name };
+    const given = { ...DEFAULT_LIMIT_CLASSES[name], ...overrides[name], name };
+    const merged: LimitClassConfig = { ...given, reserve: given.reserve ?? defaultReserve(given) };
     if (!Number.isSafeInteger(merged.limit) || merged.limit < 0)
       throw new RangeError(`limit of ${name} must be an integer >= 0, got ${merged.limit}`);
     if (!Number.isFinite(merged.windowMs) || merged.windowMs <= 0)
@@ -62,6 +79,8 @@ export function limitClassesWith(
       throw new RangeError(`maxWaitMs of ${name} must be >= 0, got ${merged.maxWaitMs}`);
     if (!Number.isSafeInteger(merged.burst) || merged.burst < 1)
       throw new RangeError(`burst of ${name} must be an integer >= 1, got ${merged.burst}`);
+    if (!Number.isSafeInteger(merged.reserve) || merged.reserve < 0)
+      throw new RangeError(`reserve of ${name} must be an integer >= 0, got ${merged.reserve}`);
     if (
       merged.localLimit !== undefined &&
       (!Number.isSafeInteger(merged.localLimit) || merged.localLimit < 0)
@@ -93,7 +112,8 @@ export function pausedClassOf(route: RouteName): LimitClassName | null {
 
 /**
  * The pacing of a class (its store class is `{ kind: 'pace' }`), or null when pacing is off. Its
- * window is the time `burst` calls take at the class's full rate.
+ * window is the time `burst` calls take at the class's full rate. Whether a call is paced is
+ * decided per call (startsAtOnceBelow).
  */
 export function paceOf(
   limit: number,
@@ -102,4 +122,13 @@ export function paceOf(
 ): { limit: number; windowMs: number } | null {
   if (limit <= 0 || burst >= limit) return null;
   return { limit: burst, windowMs: Math.ceil((windowMs * burst) / limit) };
+}
+
+/**
+ * While nobody competes for the class, a call starts at once (unpaced) while fewer than this many
+ * starts are in the class's window; null when every start is paced (or pacing is off).
+ */
+export function startsAtOnceBelow(limit: number, burst: number, reserve: number): number | null {
+  if (limit <= 0 || burst >= limit || reserve >= limit) return null;
+  return limit - reserve;
 }

@@ -16,6 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Clock, type Random, systemRandom } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
+import type { LimitClassState } from '../store/store.ts';
 import { ClassBook, type Headroom } from './class-book.ts';
 import { FairShare } from './fair-share.ts';
 import type { AcquireRequest, RateGovernorOptions } from './governor-options.ts';
@@ -384,30 +385,38 @@ export class RateGovernor {
   private async estimate(line: Line, candidates: Waiter[]): Promise<Map<Waiter, Verdict>> {
     const order = line.queue.ordered();
     if (order.length === 0 || candidates.length === 0) return new Map();
-    const specs = new Map<Waiter, ClassSpec[]>();
-    const specsOf = (w: Waiter) => {
-      const known = specs.get(w);
+    const paths = new Map<Waiter, ClassSpec[][]>();
+    const pathsOf = (w: Waiter) => {
+      const known = paths.get(w);
       if (known) return known;
-      const s = this.book.specsFor(w);
-      specs.set(w, s);
-      return s;
+      const p = this.book.pathsFor(w);
+      paths.set(w, p);
+      return p;
     };
-    const list = specsToRead(order, specsOf);
+    const list = specsToRead(order, pathsOf);
     const states = await this.slots.limiterState(list);
     const now = this.clock.now();
-    const views = new Map<string, { view: ReturnType<ClassBook['view']>; state: (typeof states)[number] }>();
+    const byName = new Map<string, LimitClassState>();
     list.forEach((spec, i) => {
       const state = states[i];
-      if (state) views.set(spec.name, { view: this.book.view(spec, state, now), state });
+      if (state) byName.set(spec.name, state);
     });
     return hopelessWaiters({
       order,
       candidates: new Set(candidates),
       appOf: (w) => w.app,
       deadlineOf: (w) => w.deadline,
-      specsOf,
-      viewOf: (name) => views.get(name),
-      freesAt: (name) => line.queue.freesAt(name),
+      pathsOf,
+      viewOf: (spec) => {
+        const state = byName.get(spec.name);
+        return state && { view: this.book.view(spec, state, now), state };
+      },
+      // The minute cap's refusal lasts until the reset unless the calls it counted as in flight
+      // show they were counted (it then rises): no lower bound from it while some may.
+      freesAt: (spec) =>
+        spec.cls.kind === 'minute' && (this.book.minuteCap?.uncounted ?? 0) > 0
+          ? undefined
+          : line.queue.freesAt(spec.name),
       isBlocked: (app) => line.queue.isBlocked(app, now),
       windowOf: (c) => this.book.classes[c].windowMs,
       now,
@@ -416,19 +425,34 @@ export class RateGovernor {
 
   // --- slots ---
 
-  /** One atomic take of every store class the waiter needs; null when granted. */
+  /**
+   * One atomic take of every store class the waiter needs; null when granted. Classes nobody else
+   * competes for are tried at once first (class-book.ts); one that is down to its reserve refuses
+   * that, and the take is made again with it paced. The refusal returned is the paced take's, but
+   * says to try again when the first of the two ways can succeed.
+   */
   private async take(w: Waiter): Promise<Refusal | null> {
     await this.fair.refresh(w.classes);
-    w.specs = this.book.specsFor(w);
-    const result = await this.slots.takeSlots(w.specs, w.id);
-    if (result.ok) return null;
-    const cls: StoreClass = decodeStoreClass(result.name) ?? { kind: 'class', cls: w.classes[0] ?? 'key' };
-    const cap = this.book.minuteCap;
-    const retryAfterMs = refusalLastsMs(cls, result.retryAfterMs, {
-      fairRefreshMs: this.fairRefreshMs,
-      minuteResetInMs: cap ? cap.resetAtMs + this.resetMarginMs - this.clock.now() : undefined,
-    });
-    return { cls, name: result.name, retryAfterMs };
+    const atOnce = this.book.atOnceClasses(w, this.clock.now());
+    let soonestMs = Number.POSITIVE_INFINITY;
+    for (;;) {
+      w.specs = this.book.specsFor(w, atOnce);
+      const result = await this.slots.takeSlots(w.specs, w.id);
+      if (result.ok) return null;
+      const cls: StoreClass = decodeStoreClass(result.name) ?? { kind: 'class', cls: w.classes[0] ?? 'key' };
+      if (cls.kind === 'class' && atOnce.delete(cls.cls)) {
+        // Down to its reserve: pacing engages for this class until its log frees a slot.
+        this.book.downToReserve(cls.cls, this.clock.now() + result.retryAfterMs);
+        soonestMs = Math.min(soonestMs, result.retryAfterMs);
+        continue;
+      }
+      const cap = this.book.minuteCap;
+      const retryAfterMs = refusalLastsMs(cls, result.retryAfterMs, {
+        fairRefreshMs: this.fairRefreshMs,
+        minuteResetInMs: cap ? cap.resetAtMs + this.resetMarginMs - this.clock.now() : undefined,
+      });
+      return { cls, name: result.name, retryAfterMs: Math.min(retryAfterMs, soonestMs) };
+    }
   }
 
   private grant(w: Waiter): Permit {
@@ -444,6 +468,7 @@ export class RateGovernor {
     const giveBack = async (back: string[], classes: LimitClassName[]) => {
       this.headroomMemo.changed();
       for (const name of back) this.book.ownSlots.get(name)?.delete(w.id);
+      for (const c of classes) this.book.slotsReturned(c);
       await this.slots.returnSlots(back, w.id);
       for (const line of this.lines.values())
         if (line.queue.classes.some((c) => classes.includes(c))) line.wake.abort();
@@ -468,6 +493,7 @@ export class RateGovernor {
 
   private async giveBack(w: Waiter): Promise<void> {
     this.headroomMemo.changed();
+    for (const c of w.classes) this.book.slotsReturned(c);
     await this.slots.returnSlots(this.namesOf(w), w.id);
   }
 
@@ -482,9 +508,11 @@ export class RateGovernor {
     q.lastRefusedBy = refusedBy;
     const c = baseClassOf(refusedBy);
     const now = this.clock.now();
+    // Waiting for the upstream's minute cap is not competing for the class (it does not pace).
+    const competes = refusedBy.kind !== 'minute';
     for (const app of only ? [only] : Object.keys(q.depthByApp())) {
       const blocked = q.isBlocked(app, now) && refusedBy.kind !== 'share';
-      if (!blocked) this.fair.markWaiting(c, app).catch((error: unknown) => this.onError(error));
+      if (!blocked) this.fair.markWaiting(c, app, competes).catch((error: unknown) => this.onError(error));
     }
   }
 

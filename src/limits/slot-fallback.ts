@@ -5,9 +5,10 @@
 // (a ping every probeMs while local, so within about probeMs of its return).
 //
 // Local limits (localShareOf): a class, its pacing, an app's cap and the upstream-minute cap get
-// floor(limit / expectedReplicas) (a class may set its own `localLimit`); share and waiting logs
-// are hints between replicas and keep theirs. On entering local mode this replica's own slots
-// still in a window are copied into the local log, so a switch does not start a fresh window.
+// floor(limit / expectedReplicas) (a class may set its own `localLimit`); share, waiting and
+// refused logs are hints between replicas and keep theirs. On entering local mode this replica's
+// own slots still in a window are copied into the local log, so a switch does not start a fresh
+// window.
 //
 // Must never: grant a slot without a take (shared or local), let one Store fault refuse every
 // request, or report a mode change more than once per change.
@@ -15,7 +16,7 @@ import type { Clock } from '../clock.ts';
 import { MemorySlots } from '../store/memory/memory-slots.ts';
 import type { LimitClassSpec, LimitClassState, Store, TakeResult } from '../store/store.ts';
 import type { LimitClassConfig, LimitClassName } from './limit-classes.ts';
-import { decodeStoreClass } from './store-class.ts';
+import { decodeStoreClass, isHintClass } from './store-class.ts';
 
 /** What the governor needs of the Store's slot logs (the Store's slot-log role). */
 export type SlotStore = Pick<Store, 'takeSlots' | 'returnSlots' | 'pauseClass' | 'limiterState'>;
@@ -57,7 +58,7 @@ export function localShareOf(
   expectedReplicas: number,
 ): number {
   const c = decodeStoreClass(spec.name);
-  if (!c || c.kind === 'share' || c.kind === 'waiting') return spec.limit;
+  if (!c || isHintClass(c)) return spec.limit;
   const share = Math.floor(spec.limit / expectedReplicas);
   if (c.kind === 'pace') return Math.min(spec.limit, Math.max(1, share));
   if (c.kind === 'class') {

@@ -24,21 +24,29 @@ export interface VerdictInput<W> {
   candidates: ReadonlySet<W>;
   appOf(w: W): string;
   deadlineOf(w: W): number;
-  specsOf(w: W): ClassSpec[];
-  /** The view and state of a store class read for this estimate (see specsToRead). */
-  viewOf(name: string): { view: ClassView; state: LimitClassState } | undefined;
+  /**
+   * The ways the waiter's take can succeed, each the store classes it takes (paced; and at once
+   * when nobody competes): it starts by the first of them that frees.
+   */
+  pathsOf(w: W): ClassSpec[][];
+  /** The view (with this spec's limit) and state of a store class read for this estimate. */
+  viewOf(spec: ClassSpec): { view: ClassView; state: LimitClassState } | undefined;
   /** When the latest refusal of this store class frees (absolute ms), if known. */
-  freesAt(name: string): number | undefined;
+  freesAt(spec: ClassSpec): number | undefined;
   /** The app is blocked by its own cap or share for now. */
   isBlocked(app: string): boolean;
   windowOf(c: LimitClassName): number;
   now: number;
 }
 
-/** The store classes an estimate reads: every class of every waiter but the shares (hints only). */
-export function specsToRead<W>(order: W[], specsOf: (w: W) => ClassSpec[]): ClassSpec[] {
+/**
+ * The store classes an estimate reads (once per name: a read needs only the name and window):
+ * every class of every way of every waiter but the shares (hints only).
+ */
+export function specsToRead<W>(order: W[], pathsOf: (w: W) => ClassSpec[][]): ClassSpec[] {
   const specs = new Map<string, ClassSpec>();
-  for (const w of order) for (const s of specsOf(w)) if (s.cls.kind !== 'share') specs.set(s.name, s);
+  for (const w of order)
+    for (const path of pathsOf(w)) for (const s of path) if (s.cls.kind !== 'share') specs.set(s.name, s);
   return [...specs.values()];
 }
 
@@ -52,21 +60,12 @@ export function hopelessWaiters<W>(a: VerdictInput<W>): Map<W, Verdict> {
     const inApp = aheadInApp.get(app) ?? 0;
     let worst = 0;
     let verdict: Verdict | null = null;
-    for (const spec of a.specsOf(w)) {
-      // A share limit lasts only while others wait; it does not decide a deadline.
-      if (spec.cls.kind === 'share') continue;
-      const v = a.viewOf(spec.name);
-      if (!v) continue;
-      const appCap = spec.cls.kind === 'cap';
-      const estimate = startEstimateMs(v.view, appCap ? inApp : ahead);
-      const at = Math.max(estimate, (a.freesAt(spec.name) ?? a.now) - a.now);
-      if (at > worst || !verdict) {
-        worst = at;
-        // Paused when the pause is what binds the class (judged on the one Store reading: the
-        // refusal's own time is a few ms older and would make a pause look like a full window).
-        const paused = v.state.pausedForMs > 0 && v.state.pausedForMs >= estimate;
-        const reason: DenialReason = appCap ? 'app_cap' : paused ? 'paused' : 'deadline';
-        verdict = { limit: baseClassOf(spec.cls), retryAfterMs: at, reason };
+    // The way that frees first decides (each way's own worst class binds it).
+    for (const path of a.pathsOf(w)) {
+      const judged = judgePath(a, path, ahead, inApp);
+      if (judged && (!verdict || judged.worst < worst)) {
+        worst = judged.worst;
+        verdict = judged.verdict;
       }
     }
     const wanted = a.candidates.has(w);
@@ -81,6 +80,35 @@ export function hopelessWaiters<W>(a: VerdictInput<W>): Map<W, Verdict> {
     }
   }
   return out;
+}
+
+/** When one way of a waiter's take can succeed (its worst class), and what that class says. */
+function judgePath<W>(
+  a: VerdictInput<W>,
+  path: ClassSpec[],
+  ahead: number,
+  inApp: number,
+): { worst: number; verdict: Verdict } | null {
+  let worst = 0;
+  let verdict: Verdict | null = null;
+  for (const spec of path) {
+    // A share limit lasts only while others wait; it does not decide a deadline.
+    if (spec.cls.kind === 'share') continue;
+    const v = a.viewOf(spec);
+    if (!v) continue;
+    const appCap = spec.cls.kind === 'cap';
+    const estimate = startEstimateMs(v.view, appCap ? inApp : ahead);
+    const at = Math.max(estimate, (a.freesAt(spec) ?? a.now) - a.now);
+    if (at > worst || !verdict) {
+      worst = at;
+      // Paused when the pause is what binds the class (judged on the one Store reading: the
+      // refusal's own time is a few ms older and would make a pause look like a full window).
+      const paused = v.state.pausedForMs > 0 && v.state.pausedForMs >= estimate;
+      const reason: DenialReason = appCap ? 'app_cap' : paused ? 'paused' : 'deadline';
+      verdict = { limit: baseClassOf(spec.cls), retryAfterMs: at, reason };
+    }
+  }
+  return verdict ? { worst, verdict } : null;
 }
 
 /**

@@ -6,6 +6,7 @@
 //   { kind: 'cap', cls: 'search', app: 'crm' }       "search@crm"         an app's own cap
 //   { kind: 'share', cls: 'search', app: 'crm' }     "search@crm:share"   an app's fair share
 //   { kind: 'waiting', cls: 'search', app: 'crm' }   "search@crm:waiting" who waits (fair-share.ts)
+//   { kind: 'refused', cls: 'search', app: 'crm' }   "search@crm:refused" who was refused it lately
 //   { kind: 'minute', resetAtMs: 1768467660000 }     "key~1768467660000"  the upstream's minute cap
 //
 // Pure: no clock, no I/O. Must never be bypassed: no other module builds or parses these strings.
@@ -14,7 +15,11 @@ import { LIMIT_CLASS_NAMES, type LimitClassName } from './limit-classes.ts';
 
 export type StoreClass =
   | { readonly kind: 'class' | 'pace'; readonly cls: LimitClassName }
-  | { readonly kind: 'cap' | 'share' | 'waiting'; readonly cls: LimitClassName; readonly app: string }
+  | {
+      readonly kind: 'cap' | 'share' | 'waiting' | 'refused';
+      readonly cls: LimitClassName;
+      readonly app: string;
+    }
   | { readonly kind: 'minute'; readonly resetAtMs: number };
 
 export type StoreClassKind = StoreClass['kind'];
@@ -41,6 +46,8 @@ export function encodeStoreClass(c: StoreClass): string {
       return `${c.cls}@${c.app}:share`;
     case 'waiting':
       return `${c.cls}@${c.app}:waiting`;
+    case 'refused':
+      return `${c.cls}@${c.app}:refused`;
     case 'minute':
       return `key~${c.resetAtMs}`;
     default: {
@@ -50,7 +57,7 @@ export function encodeStoreClass(c: StoreClass): string {
   }
 }
 
-const APP_SUFFIXES = { ':share': 'share', ':waiting': 'waiting' } as const;
+const APP_SUFFIXES = { ':share': 'share', ':waiting': 'waiting', ':refused': 'refused' } as const;
 
 /** The typed class of a Store log name; null for a name the limiter never writes. */
 export function decodeStoreClass(name: string): StoreClass | null {
@@ -70,7 +77,7 @@ export function decodeStoreClass(name: string): StoreClass | null {
   const cls = classNamed(name.slice(0, at));
   if (!cls) return null;
   let app = name.slice(at + 1);
-  let kind: 'cap' | 'share' | 'waiting' = 'cap';
+  let kind: 'cap' | 'share' | 'waiting' | 'refused' = 'cap';
   for (const [suffix, k] of Object.entries(APP_SUFFIXES)) {
     if (app.endsWith(suffix)) {
       app = app.slice(0, -suffix.length);
@@ -88,7 +95,12 @@ export function baseClassOf(c: StoreClass): LimitClassName {
 
 /** A class of one app (its cap or its share): refusing it blocks that app only. */
 export function isAppClass(c: StoreClass): c is Extract<StoreClass, { app: string }> {
-  return c.kind === 'cap' || c.kind === 'share' || c.kind === 'waiting';
+  return c.kind === 'cap' || c.kind === 'share' || c.kind === 'waiting' || c.kind === 'refused';
+}
+
+/** A log that is a hint between replicas (shares, who waits, who was refused), never a limit. */
+export function isHintClass(c: StoreClass): boolean {
+  return c.kind === 'share' || c.kind === 'waiting' || c.kind === 'refused';
 }
 
 /** The limit class of a Store log name, for refusals read back from the Store ('key' if unknown). */

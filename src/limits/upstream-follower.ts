@@ -29,7 +29,13 @@ export interface LimitsChange {
 /** What the follower reads and changes in the class book. */
 export type FollowedLimits = Pick<
   ClassBook,
-  'keyLimit' | 'followKeyLimit' | 'minuteCap' | 'mergeMinuteCap' | 'minuteCapWindowMs' | 'classes'
+  | 'keyLimit'
+  | 'followKeyLimit'
+  | 'minuteCap'
+  | 'activeMinuteCap'
+  | 'mergeMinuteCap'
+  | 'minuteCapWindowMs'
+  | 'classes'
 >;
 
 export interface UpstreamFollowerOptions {
@@ -67,8 +73,29 @@ export function minuteCapLimit(a: {
   remaining: number;
   keyCallsInFlight: number;
 }): number {
-  const othersInFlight = Math.max(0, a.keyCallsInFlight - (routeClasses(a.route).includes('key') ? 1 : 0));
-  return Math.max(0, a.logged - othersInFlight + a.remaining);
+  return Math.max(0, a.logged - othersInFlight(a.route, a.keyCallsInFlight) + a.remaining);
+}
+
+/** This replica's key calls in flight other than the one answered (when its route spends key). */
+export function othersInFlight(route: RouteName, keyCallsInFlight: number): number {
+  return Math.max(0, keyCallsInFlight - (routeClasses(route).includes('key') ? 1 : 0));
+}
+
+/**
+ * An answer with an OLDER count than the cap's (a higher Remaining for the same reset) comes from
+ * a call the upstream counted before the cap's own answer: when that cap is this replica's and it
+ * subtracted this call as perhaps uncounted, it may allow one more. The raised cap, or null.
+ */
+export function countedAfterAll(
+  cap: MinuteCap | null,
+  answer: { resetAtMs: number; remaining: number },
+  self: string,
+): MinuteCap | null {
+  if (!cap || cap.by !== self || cap.resetAtMs !== answer.resetAtMs) return null;
+  if (cap.remaining === undefined || answer.remaining <= cap.remaining) return null;
+  const uncounted = cap.uncounted ?? 0;
+  if (uncounted <= 0) return null;
+  return { ...cap, limit: cap.limit + 1, uncounted: uncounted - 1 };
 }
 
 export function encodeLimitsChange(from: string, change: LimitsChange): string {
@@ -77,8 +104,9 @@ export function encodeLimitsChange(from: string, change: LimitsChange): string {
 
 /**
  * Another replica's change, keeping only what is valid: a key limit that is a positive integer,
- * a minute cap with a finite reset and an integer limit (a negative one counts as 0). null for
- * this replica's own message; throws on a message that is not a JSON object.
+ * a minute cap with a finite reset and an integer limit (a negative one counts as 0), its
+ * Remaining and uncounted calls when they are integers >= 0 and its replica id when a short
+ * string. null for this replica's own message; throws on a message that is not a JSON object.
  */
 export function decodeLimitsChange(message: string, self: string): LimitsChange | null {
   const m: unknown = JSON.parse(message);
@@ -88,8 +116,13 @@ export function decodeLimitsChange(message: string, self: string): LimitsChange 
   if (from === self) return null;
   const out: LimitsChange = {};
   if (typeof keyLimit === 'number' && Number.isSafeInteger(keyLimit) && keyLimit > 0) out.keyLimit = keyLimit;
-  if (cap && Number.isFinite(cap.resetAtMs) && Number.isSafeInteger(cap.limit))
+  if (cap && Number.isFinite(cap.resetAtMs) && Number.isSafeInteger(cap.limit)) {
     out.minuteCap = { resetAtMs: cap.resetAtMs, limit: Math.max(0, cap.limit) };
+    const count = (n: unknown) => Number.isSafeInteger(n) && (n as number) >= 0;
+    if (count(cap.remaining)) out.minuteCap.remaining = cap.remaining;
+    if (typeof cap.by === 'string' && cap.by.length > 0 && cap.by.length <= 64) out.minuteCap.by = cap.by;
+    if (count(cap.uncounted)) out.minuteCap.uncounted = cap.uncounted;
+  }
   return out;
 }
 
@@ -137,13 +170,22 @@ export class UpstreamFollower {
             windowMs: book.minuteCapWindowMs(),
           },
         ]);
+        const inFlight = this.o.keyCallsInFlight();
         const limit = minuteCapLimit({
           route,
           logged: state?.used ?? 0,
           remaining,
-          keyCallsInFlight: this.o.keyCallsInFlight(),
+          keyCallsInFlight: inFlight,
         });
-        const cap = { resetAtMs, limit };
+        const cap =
+          countedAfterAll(book.activeMinuteCap(now), { resetAtMs, remaining }, this.o.instance) ??
+          ({
+            resetAtMs,
+            limit,
+            remaining,
+            by: this.o.instance,
+            uncounted: othersInFlight(route, inFlight),
+          } satisfies MinuteCap);
         if (book.mergeMinuteCap(cap)) change = { ...change, minuteCap: book.minuteCap ?? cap };
       }
     }

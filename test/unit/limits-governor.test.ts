@@ -175,21 +175,10 @@ describe('pacing', () => {
     expect(starts.length + 2).toBe(20);
   });
 
-  it('the defaults pace: search 1 per 3 s, key 5 per 5 s, suggest 10 per 5 s; both cold checks start together', async () => {
+  it('the defaults, one app alone: key and suggest start at once down to one batch, then pace; search 1 per 3 s; both cold checks together', async () => {
     const clock = new ManualClock();
     const g = new RateGovernor({ store: new MemoryStore({ clock, cacheMaxBytes: 1 << 20 }), clock });
     governors.push(g);
-    for (let i = 0; i < 5; i++) asPermit(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 }));
-    expect(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })).toMatchObject({
-      ok: false,
-      retryAfterMs: 5000,
-    });
-    clock.advance(5000);
-    asPermit(await g.acquire({ app: 'a', route: 'search', maxWaitMs: 0 }));
-    expect(await g.acquire({ app: 'a', route: 'search', maxWaitMs: 0 })).toMatchObject({
-      ok: false,
-      retryAfterMs: 3000,
-    });
     asPermit(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 }));
     asPermit(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 }));
     expect(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 })).toMatchObject({
@@ -197,10 +186,77 @@ describe('pacing', () => {
       limit: 'check',
       retryAfterMs: 60_000,
     });
-    for (let i = 0; i < 10; i++) asPermit(await g.acquire({ app: 'a', route: 'suggest', maxWaitMs: 0 }));
+    asPermit(await g.acquire({ app: 'a', route: 'search', maxWaitMs: 0 }));
+    expect(await g.acquire({ app: 'a', route: 'search', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      limit: 'search',
+      retryAfterMs: 3000,
+    });
+    // 3 key calls so far; 52 more start at once (60 less the reserve of one batch, 5).
+    for (let i = 0; i < 52; i++) asPermit(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 }));
+    // The last 5 are paced: the 55 starts of this instant fill the pacing log (5 per 5 s).
+    expect(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })).toEqual({
+      ok: false,
+      limit: 'key',
+      retryAfterMs: 5000,
+      reason: 'deadline',
+    });
+    for (let i = 0; i < 110; i++) asPermit(await g.acquire({ app: 'a', route: 'suggest', maxWaitMs: 0 }));
     expect(await g.acquire({ app: 'a', route: 'suggest', maxWaitMs: 0 })).toMatchObject({
       ok: false,
+      limit: 'suggest',
       retryAfterMs: 5000,
+    });
+    clock.advance(5000);
+    for (let i = 0; i < 5; i++) asPermit(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 }));
+    expect(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      limit: 'key',
+      retryAfterMs: 55_000,
+    });
+  });
+
+  it('pacing engages while another app competes for the class, and not after a window without competition', async () => {
+    const { clock, governor: g, advance } = setup({ classes: { key: { limit: 60, burst: 5 } } });
+    const t0 = clock.now();
+    const burst: Permit[] = [];
+    for (let i = 0; i < 55; i++) burst.push(asPermit(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })));
+    // b finds the class at its reserve and waits for the pacing log: it competes from now on.
+    const b = g.acquire({ app: 'b', route: 'me', maxWaitMs: 10_000 });
+    await advance(5000);
+    expect(asPermit(await b).waitedMs).toBe(5000);
+    // a gives most of its burst back: 25 + b's 1 in the window, 34 left; yet while b competes
+    // (it waited within the window), a is paced: 5 starts per 5 s, b's one among them.
+    for (const p of burst.slice(0, 30)) await p.release(false);
+    for (let i = 0; i < 4; i++) asPermit(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 }));
+    expect(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })).toEqual({
+      ok: false,
+      limit: 'key',
+      retryAfterMs: 5000,
+      reason: 'deadline',
+    });
+    expect((await g.headroom('a')).key.remaining).toBe(0);
+    expect((await g.state()).classes.find((c) => c.name === 'key')?.competingApps).toEqual(['a', 'b']);
+    // One window after b last competed, a bursts again: 55 less the 5 still in the window.
+    clock.set(t0 + 60_000 + 1);
+    expect((await g.headroom('a')).key.remaining).toBe(50);
+    for (let i = 0; i < 50; i++) asPermit(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 }));
+    expect((await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })).ok).toBe(false);
+  });
+
+  it('a `reserve` of the whole limit paces every start; 0 lets one app use the whole window at once', async () => {
+    const { governor: paced } = setup({ classes: { key: { limit: 10, burst: 2, reserve: 10 } } });
+    asPermit(await paced.acquire({ app: 'a', route: 'me', maxWaitMs: 0 }));
+    asPermit(await paced.acquire({ app: 'a', route: 'me', maxWaitMs: 0 }));
+    expect(await paced.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      retryAfterMs: 12_000,
+    });
+    const { governor: open } = setup({ classes: { key: { limit: 10, burst: 2, reserve: 0 } } });
+    for (let i = 0; i < 10; i++) asPermit(await open.acquire({ app: 'a', route: 'me', maxWaitMs: 0 }));
+    expect(await open.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })).toMatchObject({
+      ok: false,
+      retryAfterMs: 60_000,
     });
   });
 });

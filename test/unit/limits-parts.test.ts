@@ -131,7 +131,7 @@ describe('start verdicts', () => {
       ...base,
       order: ws,
       candidates: new Set(ws),
-      specsOf: () => [key],
+      pathsOf: () => [[key]],
       viewOf: () => full('check', [50_000, 60_000]),
     });
     expect([...out.keys()]).toEqual([ws[2]]);
@@ -144,12 +144,12 @@ describe('start verdicts', () => {
       ...base,
       order: [w],
       candidates: new Set([w]),
-      specsOf: () => [key, cap, share],
-      viewOf: (name) =>
+      pathsOf: () => [[key, cap, share]],
+      viewOf: ({ name }) =>
         name === 'check@a' ? full(name, [30_000]) : name === 'check' ? full(name, []) : undefined,
     });
     expect(out.get(w)).toEqual({ limit: 'check', retryAfterMs: 30_000, reason: 'app_cap' });
-    expect(specsToRead([w], () => [key, cap, share]).map((s) => s.name)).toEqual(['check', 'check@a']);
+    expect(specsToRead([w], () => [[key, cap, share]]).map((s) => s.name)).toEqual(['check', 'check@a']);
   });
 
   it('a pause that binds is reported as paused, though the refusal was read a few ms earlier', () => {
@@ -162,7 +162,7 @@ describe('start verdicts', () => {
       ...base,
       order: [w],
       candidates: new Set([w]),
-      specsOf: () => [key],
+      pathsOf: () => [[key]],
       viewOf: () => pausedView,
       freesAt: () => 6905,
     });

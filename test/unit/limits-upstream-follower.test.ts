@@ -62,6 +62,14 @@ describe('broadcasts between replicas', () => {
     expect(decode({ resetAtMs: 'soon', limit: 3 })).toEqual({});
     expect(decode({ limit: 3 })).toEqual({});
     expect(decode(null)).toEqual({});
+    // Its Remaining is kept only as an integer >= 0 (the cap without it otherwise).
+    expect(decode({ resetAtMs: reset, limit: 3, remaining: 7 })).toEqual({
+      minuteCap: { resetAtMs: reset, limit: 3, remaining: 7 },
+    });
+    for (const remaining of [-1, 2.5, '7', null])
+      expect(decode({ resetAtMs: reset, limit: 3, remaining })).toEqual({
+        minuteCap: { resetAtMs: reset, limit: 3 },
+      });
   });
 
   it('throws on a message that is not a JSON object (the follower reports it)', () => {
@@ -130,29 +138,69 @@ describe('UpstreamFollower: two replicas on one store', () => {
     expect([a.seen.changes, b.seen.changes]).toEqual([2, 1]);
   });
 
-  it('X-RateLimit-Remaining: the cap counts key calls in flight, is shared, and only ever lowers', async () => {
+  it('X-RateLimit-Remaining: the cap counts key calls in flight, is shared, and the newest count wins', async () => {
     const { clock, a, b } = setup();
     await flush();
     a.seen.inFlight = 3; // the observed call and two others
     const resetSec = Math.floor(clock.now() / 1000) + 30;
+    const reset = resetSec * 1000;
     const answer = (remaining: number) => ({
       'X-RateLimit-Remaining': String(remaining),
       'X-RateLimit-Reset': String(resetSec),
     });
     await a.follower.observe('company', 200, answer(4));
     await flush();
-    expect(a.book.minuteCap).toEqual({ resetAtMs: resetSec * 1000, limit: 2 });
-    expect(b.book.minuteCap).toEqual({ resetAtMs: resetSec * 1000, limit: 2 });
+    const cap = { resetAtMs: reset, limit: 2, remaining: 4, by: 'a', uncounted: 2 };
+    expect(a.book.minuteCap).toEqual(cap);
+    expect(b.book.minuteCap).toEqual(cap);
 
-    await a.follower.observe('company', 200, answer(9));
+    // An answer of b's with an older count (a higher Remaining) changes nothing: the cap is a's.
+    await b.follower.observe('company', 200, answer(9));
     await flush();
-    expect(a.book.minuteCap?.limit).toBe(2);
-    expect(b.seen.changes).toBe(1);
+    expect(a.book.minuteCap).toEqual(cap);
+    expect(b.book.minuteCap).toEqual(cap);
 
     await b.follower.observe('company', 200, answer(1));
     await flush();
-    expect(a.book.minuteCap?.limit).toBe(1);
-    expect(b.book.minuteCap?.limit).toBe(1);
+    expect(a.book.minuteCap).toMatchObject({ limit: 1, remaining: 1, by: 'b', uncounted: 0 });
+    expect(b.book.minuteCap).toMatchObject({ limit: 1, remaining: 1, by: 'b', uncounted: 0 });
+  });
+
+  it('X-RateLimit-Remaining: calls in flight that answer with an older count were counted: the cap gives them back', async () => {
+    const { clock, store, a, b } = setup();
+    await flush();
+    const resetSec = Math.floor(clock.now() / 1000) + 30;
+    const reset = resetSec * 1000;
+    const answer = (remaining: number) => ({
+      'X-RateLimit-Remaining': String(remaining),
+      'X-RateLimit-Reset': String(resetSec),
+    });
+    // A burst: 20 key calls start (in the minute's log), the upstream counts all 20, and the one
+    // it counted last answers first (39 left) while the 19 others are still in flight: counted as
+    // perhaps not seen upstream, the cap is 20 - 19 + 39 = 40, not the 59 it is.
+    const log = { name: `key~${reset}`, limit: 1_000_000, windowMs: 121_000 };
+    for (let i = 0; i < 20; i++) await store.takeSlots([log], `call-${i}`);
+    a.seen.inFlight = 20;
+    await a.follower.observe('company', 200, answer(39));
+    await flush();
+    expect(a.book.minuteCap).toEqual({ resetAtMs: reset, limit: 40, remaining: 39, by: 'a', uncounted: 19 });
+    // The 19 others answer with the counts they got (40..58): each was counted after all.
+    for (let r = 58; r >= 40; r--) {
+      a.seen.inFlight--;
+      await a.follower.observe('company', 200, answer(r));
+    }
+    await flush();
+    expect(a.book.minuteCap).toEqual({ resetAtMs: reset, limit: 59, remaining: 39, by: 'a', uncounted: 0 });
+    expect(b.book.minuteCap).toEqual(a.book.minuteCap);
+    // Nothing left to give back: another older count changes nothing.
+    await a.follower.observe('company', 200, answer(45));
+    expect(a.book.minuteCap?.limit).toBe(59);
+    // A newer count wins as it is: 20 logged + 1 more call, 0 in flight, 37 left.
+    await store.takeSlots([log], 'call-20');
+    a.seen.inFlight = 1;
+    await a.follower.observe('company', 200, answer(37));
+    await flush();
+    expect(b.book.minuteCap).toEqual({ resetAtMs: reset, limit: 58, remaining: 37, by: 'a', uncounted: 0 });
   });
 
   it('X-RateLimit-Remaining: 0 pauses key in the Store until the reset plus the margin', async () => {
