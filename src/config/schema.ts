@@ -51,6 +51,10 @@ const limitClassSchema = z
     windowMs: z.number().int().min(100).max(3_600_000).optional(),
     /** Pacing: at most `burst` starts within burst * windowMs / limit; >= limit turns it off. */
     burst: z.number().int().min(1).max(1_000_000).optional(),
+    /** Starts at once (unpaced) while more than this is left and no other app competes. */
+    reserve: z.number().int().min(0).max(1_000_000).optional(),
+    /** Each start counts for windowMs plus this (dispatch jitter at the window's edge). */
+    edgeMarginMs: z.number().int().min(0).max(60_000).optional(),
     /** How long a request may wait in the queue when it sends no X-Max-Wait-Ms. */
     maxWaitMs: z.number().int().min(0).max(600_000).optional(),
     /** While the Store is unreachable: this replica's own limit (default limit / expectedReplicas). */

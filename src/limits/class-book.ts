@@ -317,7 +317,9 @@ export class ClassBook {
 
   spec(name: LimitClassName): ClassSpec {
     const c = this.classes[name];
-    return classSpec({ kind: 'class', cls: name }, name === 'key' ? this.keyLimit : c.limit, c.windowMs);
+    // The log keeps each start for the window and the edge margin (limit-classes.ts).
+    const limit = name === 'key' ? this.keyLimit : c.limit;
+    return classSpec({ kind: 'class', cls: name }, limit, c.windowMs + c.edgeMarginMs);
   }
 
   /** The app's own cap on a class, or null when it has none. */
@@ -331,7 +333,12 @@ export class ClassBook {
     for (const [name, slots] of this.ownSlots) {
       const c = decodeStoreClass(name);
       if (!c) continue;
-      const windowMs = c.kind === 'minute' ? this.minuteCapWindowMs() : this.classes[c.cls].windowMs;
+      const windowMs =
+        c.kind === 'minute'
+          ? this.minuteCapWindowMs()
+          : c.kind === 'class'
+            ? this.spec(c.cls).windowMs
+            : this.classes[c.cls].windowMs;
       for (const [id, at] of slots) yield { spec: { name, limit: 0, windowMs }, id, at };
     }
   }

@@ -33,6 +33,12 @@ export interface LimitClassConfig {
    */
   reserve: number;
   /**
+   * A start counts in the class's log for windowMs plus this margin: two calls the log keeps a
+   * window apart may reach the upstream up to this much closer together (event loop, a new
+   * connection), and the upstream's window must still never see more than `limit`.
+   */
+  edgeMarginMs: number;
+  /**
    * While the Store is unreachable, the most this replica alone starts per window (its
    * conservative local share). Default: limit / the expected number of replicas.
    */
@@ -45,7 +51,9 @@ export const MINUTE_MS = 60_000;
  * Defaults from the upstream spec (section Limits). `key` follows X-RateLimit-Limit at run
  * time; `check` is the "cold fresh check" limit (see coldCheck below).
  */
-export const DEFAULT_LIMIT_CLASSES: Readonly<Record<LimitClassName, Omit<LimitClassConfig, 'reserve'>>> = {
+export const DEFAULT_LIMIT_CLASSES: Readonly<
+  Record<LimitClassName, Omit<LimitClassConfig, 'reserve' | 'edgeMarginMs'>>
+> = {
   key: { name: 'key', limit: 60, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 5 },
   search: { name: 'search', limit: 20, windowMs: MINUTE_MS, maxWaitMs: 10_000, burst: 1 },
   suggest: { name: 'suggest', limit: 120, windowMs: MINUTE_MS, maxWaitMs: 2_000, burst: 10 },
@@ -63,6 +71,15 @@ export function defaultReserve(c: Pick<LimitClassConfig, 'name' | 'limit' | 'bur
   return c.name === 'search' ? c.limit : c.burst;
 }
 
+/**
+ * The default edge margin of a class: a sixtieth of its window (1 s of a minute), at least 50 ms
+ * and at most 1 s. Dispatch jitter is milliseconds to tens of them; the scaled windows of the
+ * tests keep the 50 ms.
+ */
+export function defaultEdgeMarginMs(windowMs: number): number {
+  return Math.min(1000, Math.max(50, Math.ceil(windowMs / 60)));
+}
+
 /** The defaults with any overrides applied; every class is always present. */
 export function limitClassesWith(
   overrides: Partial<Record<LimitClassName, Partial<Omit<LimitClassConfig, 'name'>>>> = {},
@@ -70,7 +87,11 @@ export function limitClassesWith(
   const out = {} as Record<LimitClassName, LimitClassConfig>;
   for (const name of LIMIT_CLASS_NAMES) {
     const given = { ...DEFAULT_LIMIT_CLASSES[name], ...overrides[name], name };
-    const merged: LimitClassConfig = { ...given, reserve: given.reserve ?? defaultReserve(given) };
+    const merged: LimitClassConfig = {
+      ...given,
+      reserve: given.reserve ?? defaultReserve(given),
+      edgeMarginMs: given.edgeMarginMs ?? defaultEdgeMarginMs(given.windowMs),
+    };
     if (!Number.isSafeInteger(merged.limit) || merged.limit < 0)
       throw new RangeError(`limit of ${name} must be an integer >= 0, got ${merged.limit}`);
     if (!Number.isFinite(merged.windowMs) || merged.windowMs <= 0)
@@ -79,6 +100,8 @@ export function limitClassesWith(
       throw new RangeError(`maxWaitMs of ${name} must be >= 0, got ${merged.maxWaitMs}`);
     if (!Number.isSafeInteger(merged.burst) || merged.burst < 1)
       throw new RangeError(`burst of ${name} must be an integer >= 1, got ${merged.burst}`);
+    if (!Number.isFinite(merged.edgeMarginMs) || merged.edgeMarginMs < 0)
+      throw new RangeError(`edgeMarginMs of ${name} must be >= 0, got ${merged.edgeMarginMs}`);
     if (!Number.isSafeInteger(merged.reserve) || merged.reserve < 0)
       throw new RangeError(`reserve of ${name} must be an integer >= 0, got ${merged.reserve}`);
     if (

@@ -66,8 +66,8 @@ function setup(options: Partial<RateGovernorOptions> = {}) {
   const clock = new ManualClock();
   const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
   const time = manualTime(clock);
-  // Pacing off unless a test turns it on: these tests check the window itself.
-  const noPacing = { burst: 1_000_000 };
+  // Pacing and the edge margin off unless a test turns them on: these tests check the window itself.
+  const noPacing = { burst: 1_000_000, edgeMarginMs: 0 };
   const classes = {
     key: { ...noPacing, ...options.classes?.key },
     search: { ...noPacing, ...options.classes?.search },
@@ -181,10 +181,11 @@ describe('pacing', () => {
     governors.push(g);
     asPermit(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 }));
     asPermit(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 }));
+    // A start counts for the window and its edge margin (1 s of a minute).
     expect(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 })).toMatchObject({
       ok: false,
       limit: 'check',
-      retryAfterMs: 60_000,
+      retryAfterMs: 61_000,
     });
     asPermit(await g.acquire({ app: 'a', route: 'search', maxWaitMs: 0 }));
     expect(await g.acquire({ app: 'a', route: 'search', maxWaitMs: 0 })).toMatchObject({
@@ -212,8 +213,25 @@ describe('pacing', () => {
     expect(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })).toMatchObject({
       ok: false,
       limit: 'key',
-      retryAfterMs: 55_000,
+      retryAfterMs: 56_000,
     });
+  });
+
+  it('a start counts for the window plus its edge margin, so calls a window apart in the log are never closer upstream', async () => {
+    const { clock, governor } = setup({ classes: { check: { limit: 2, edgeMarginMs: 250 } } });
+    const t0 = clock.now();
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 0 }));
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 0 }));
+    clock.set(t0 + 60_000);
+    expect(await governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 0 })).toEqual({
+      ok: false,
+      limit: 'check',
+      retryAfterMs: 250,
+      reason: 'deadline',
+    });
+    expect((await governor.headroom('crm')).check).toMatchObject({ remaining: 0, resetAtMs: t0 + 60_250 });
+    clock.set(t0 + 60_250);
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 0 }));
   });
 
   it('pacing engages while another app competes for the class, and not after a window without competition', async () => {
