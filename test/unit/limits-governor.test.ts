@@ -238,7 +238,8 @@ describe('pacing', () => {
     const { clock, governor: g, advance } = setup({ classes: { key: { limit: 60, burst: 5 } } });
     const t0 = clock.now();
     const burst: Permit[] = [];
-    for (let i = 0; i < 55; i++) burst.push(asPermit(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })));
+    for (let i = 0; i < 55; i++)
+      burst.push(asPermit(await g.acquire({ app: 'a', route: 'me', maxWaitMs: 0 })));
     // b finds the class at its reserve and waits for the pacing log: it competes from now on.
     const b = g.acquire({ app: 'b', route: 'me', maxWaitMs: 10_000 });
     await advance(5000);
