@@ -170,6 +170,22 @@ export class FairShare {
     await this.o.store.returnSlots([name], this.o.instance);
   }
 
+  /**
+   * The Store answers again after an outage: the marks this replica made meanwhile went to its
+   * local log only; they are made again in the Store.
+   */
+  async remark(): Promise<void> {
+    const now = this.o.now();
+    const specs: ClassSpec[] = [];
+    for (const name of this.registered.keys()) {
+      const c = decodeStoreClass(name);
+      if (c?.kind === 'waiting' || c?.kind === 'refused')
+        specs.push(classSpec(c, NEVER_BINDING, this.o.windowOf(c.cls)));
+      this.registered.set(name, now);
+    }
+    if (specs.length > 0) await this.o.store.takeSlots(specs, this.o.instance);
+  }
+
   /** Leaves every waiting log (shutdown); the refused logs expire with their window. */
   async clearAll(): Promise<void> {
     const names = [...this.registered.keys()].filter((name) => decodeStoreClass(name)?.kind === 'waiting');

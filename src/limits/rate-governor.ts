@@ -107,6 +107,7 @@ export class RateGovernor {
       ownSlots: () => this.book.ownSlotsNow(),
       onModeChange: (local, cause) => {
         onLocalMode(local, cause);
+        if (!local) this.fair.remark().catch((error: unknown) => this.onError(error));
         this.wakeAll();
       },
     });

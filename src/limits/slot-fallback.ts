@@ -10,6 +10,9 @@
 // own slots still in a window are copied into the local log, so a switch does not start a fresh
 // window.
 //
+// What is given back while local is given back to the Store too when it answers again (before
+// the shared logs are used), so a waiting mark cleared meanwhile does not linger there.
+//
 // Must never: grant a slot without a take (shared or local), let one Store fault refuse every
 // request, or report a mode change more than once per change.
 import type { Clock } from '../clock.ts';
@@ -51,6 +54,9 @@ export interface SlotFallbackOptions {
   onModeChange(local: boolean, cause?: unknown): void;
 }
 
+/** Give-backs remembered while the Store is unreachable, at most (each expires with its window). */
+const MAX_OWED = 10_000;
+
 /** The local limit of a store class while the Store is unreachable (pure). */
 export function localShareOf(
   spec: LimitClassSpec,
@@ -75,6 +81,11 @@ export class SlotFallback implements GovernedSlots {
   /** The local log; its clock can be set back to copy own slots in at their original times. */
   private readonly local: MemorySlots;
   private backdateTo: number | null = null;
+  /**
+   * Slots given back while local (per id, the log names): the Store may still hold them (a
+   * waiting mark would keep telling the other replicas an app waits); given back there on return.
+   */
+  private readonly owed = new Map<string, Set<string>>();
   private probing = new AbortController();
   private closed = false;
   private localMode = false;
@@ -111,8 +122,15 @@ export class SlotFallback implements GovernedSlots {
 
   async returnSlots(names: string[], id: string): Promise<void> {
     this.local.giveBack(names, id);
-    if (this.localMode) return; // a slot the Store still holds expires with its window
-    await this.store.returnSlots(names, id).catch((error: unknown) => this.enterLocal(error));
+    if (!this.localMode) {
+      try {
+        await this.store.returnSlots(names, id);
+        return;
+      } catch (error) {
+        this.enterLocal(error);
+      }
+    }
+    this.owe(names, id);
   }
 
   async pauseClass(name: string, durationMs: number): Promise<void> {
@@ -164,11 +182,34 @@ export class SlotFallback implements GovernedSlots {
       try {
         if (this.store.ping) await this.store.ping();
         else await this.store.limiterState([]);
+        await this.settle();
       } catch {
         continue;
       }
       this.localMode = false;
       this.o.onModeChange(false);
+    }
+  }
+
+  /** Remembers a give-back the Store did not get (bounded: the oldest are dropped; they expire). */
+  private owe(names: string[], id: string): void {
+    let set = this.owed.get(id);
+    if (!set) {
+      if (this.owed.size >= MAX_OWED) {
+        const oldest = this.owed.keys().next().value;
+        if (oldest !== undefined) this.owed.delete(oldest);
+      }
+      set = new Set();
+      this.owed.set(id, set);
+    }
+    for (const name of names) set.add(name);
+  }
+
+  /** Gives the Store what was given back while it could not be reached; throws if it fails again. */
+  private async settle(): Promise<void> {
+    for (const [id, names] of this.owed) {
+      await this.store.returnSlots([...names], id);
+      this.owed.delete(id);
     }
   }
 }

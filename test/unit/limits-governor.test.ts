@@ -10,6 +10,7 @@ import {
   type RateGovernorOptions,
 } from '../../src/limits/rate-governor.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+import { type Store, StoreUnavailableError } from '../../src/store/store.ts';
 
 const flush = async (times = 5) => {
   for (let i = 0; i < times; i++) await new Promise((r) => setImmediate(r));
@@ -610,6 +611,63 @@ describe('leaving the queue', () => {
       reason: 'shutdown',
     });
     expect((await governor.state()).apps.find((a) => a.name === 'crm')?.denied.shutdown).toBe(1);
+  });
+});
+
+describe('a Store that goes away', () => {
+  it('waiting marks cleared or made while the Store is unreachable are cleared or made there once it answers', async () => {
+    const clock = new ManualClock();
+    const memory = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+    let up = true;
+    const guard = <T>(f: () => Promise<T>): Promise<T> =>
+      up ? f() : Promise.reject(new StoreUnavailableError('Redis connection: connect ECONNREFUSED'));
+    const store: Pick<Store, 'takeSlots' | 'returnSlots' | 'pauseClass' | 'limiterState' | 'ping'> &
+      Pick<Store, 'publish' | 'subscribe'> = {
+      takeSlots: (specs, id) => guard(() => memory.takeSlots(specs, id)),
+      returnSlots: (names, id) => guard(() => memory.returnSlots(names, id)),
+      pauseClass: (name, ms) => guard(() => memory.pauseClass(name, ms)),
+      limiterState: (specs) => guard(() => memory.limiterState(specs)),
+      ping: () => guard(() => memory.ping()),
+      publish: (channel, message) => memory.publish(channel, message),
+      subscribe: (channel, listener) => memory.subscribe(channel, listener),
+    };
+    const time = manualTime(clock);
+    const modes: boolean[] = [];
+    const g = new RateGovernor({
+      store,
+      clock: time.governorClock,
+      random: () => 0,
+      classes: { check: { limit: 2, burst: 2, edgeMarginMs: 0 } },
+      storeProbeMs: 250,
+      onLocalMode: (local) => modes.push(local),
+    });
+    governors.push(g);
+    const waitingOf = async (app: string) =>
+      (await memory.limiterState([{ name: `check@${app}:waiting`, limit: 1e9, windowMs: 60_000 }]))[0]?.used;
+    asPermit(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 }));
+    asPermit(await g.acquire({ app: 'a', route: 'check_create', maxWaitMs: 0 }));
+    const leave = new AbortController();
+    const b = g.acquire({ app: 'b', route: 'check_create', maxWaitMs: 60_000, signal: leave.signal });
+    await flush();
+    expect(await waitingOf('b')).toBe(1); // every replica can see that b waits
+    up = false;
+    leave.abort(); // b leaves while the Store is unreachable: its mark cannot be cleared there
+    expect(await b).toMatchObject({ ok: false, reason: 'aborted' });
+    await flush();
+    expect(modes).toEqual([true]);
+    expect(await waitingOf('b')).toBe(1);
+    // c starts waiting meanwhile (its local share is taken by a's two slots): only here it knows.
+    const c = g.acquire({ app: 'c', route: 'check_create', maxWaitMs: 120_000 });
+    await flush();
+    expect(await waitingOf('c')).toBe(0);
+    up = true;
+    await time.advance(250);
+    expect(modes).toEqual([true, false]);
+    expect(await waitingOf('b')).toBe(0);
+    expect(await waitingOf('c')).toBe(1);
+    await g.close();
+    expect(await c).toMatchObject({ ok: false, reason: 'shutdown' });
+    expect(await waitingOf('c')).toBe(0);
   });
 });
 
