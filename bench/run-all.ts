@@ -4,7 +4,14 @@
 // Run: npm run bench [-- --soak]
 import { spawnSync } from 'node:child_process';
 
-const QUICK = ['emulator-dossier', 'cache-codec', 'store-ops', 'gateway-latency', 'cache-hits', 'limits-burst'];
+const QUICK = [
+  'emulator-dossier',
+  'cache-codec',
+  'store-ops',
+  'gateway-latency',
+  'cache-hits',
+  'limits-burst',
+];
 const benches = process.argv.includes('--soak') ? [...QUICK, 'limits-soak'] : QUICK;
 const failed: string[] = [];
 for (const [i, name] of benches.entries()) {
