@@ -14,8 +14,9 @@ export interface RateGovernorOptions {
   /** The jitter source. Default systemRandom. */
   random?: Random;
   /**
-   * Overrides of the spec defaults (limit, windowMs, maxWaitMs, burst) per class. A `key` limit
-   * given here is a ceiling: the upstream's X-RateLimit-Limit may lower it, never raise it.
+   * Overrides of the spec defaults (limit, windowMs, maxWaitMs, burst, reserve, edgeMarginMs) per
+   * class. A `key` limit given here is a ceiling: the upstream's X-RateLimit-Limit may lower it,
+   * never raise it.
    */
   classes?: Partial<Record<LimitClassName, Partial<Omit<LimitClassConfig, 'name'>>>>;
   /** Apps not listed get weight 1, priority 0 and no caps. */
