@@ -108,6 +108,7 @@ export class ClassBook {
   setClasses(next: Record<LimitClassName, LimitClassConfig>, keyCeiling: number): void {
     for (const name of LIMIT_CLASS_NAMES) Object.assign(this.classes[name], next[name]);
     this.keyCeiling = keyCeiling;
+    this.lowUntil.clear();
     // The next upstream answer lowers it again if X-RateLimit-Limit says less.
     this.keyLimit = Math.min(next.key.limit, keyCeiling);
   }

@@ -8,7 +8,9 @@
 // to sleep), start-verdict.ts (who cannot start in time, and what a refusal lasts), permit.ts
 // (the answers), store-class.ts (the typed store classes). This file does the I/O between them:
 // the Store's takes (through slot-fallback.ts, which keeps conservative local shares while the
-// Store is unreachable), the sleeps of each line's loop, and the callers' promises.
+// Store is unreachable), the sleeps of each line's loop, and the callers' promises. A take tries
+// the classes nobody else competes for at once first and paces one that is down to its reserve
+// (class-book.ts says how each is taken; fair-share.ts who competes).
 //
 // A refusal is a value (Denial); exceptions are faults only. Must never: grant a call without an
 // atomic take, take time or chance from anything but the injected Clock and Random, or hold a slot
@@ -507,6 +509,7 @@ export class RateGovernor {
     if (refusedBy.kind === 'cap') return; // its own cap, not the class
     const q = line.queue;
     q.lastRefusedBy = refusedBy;
+    this.headroomMemo.changed(); // who competes may change: pacing, and so X-RateLimit-Remaining
     const c = baseClassOf(refusedBy);
     const now = this.clock.now();
     // Waiting for the upstream's minute cap is not competing for the class (it does not pace).
