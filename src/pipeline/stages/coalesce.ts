@@ -2,8 +2,8 @@
 // replicas (DESIGN.md "Coalescing"). GETs by route and normalized target; POST /v1/check by
 // company and purpose, so concurrent requests for the same fresh check pay for one (the
 // check stage then lets every follower's app poll it). A follower is charged 0. A refusal meant
-// for the leader's app alone (its budget, its rate cap) is not shared: the follower goes on by
-// itself.
+// for the leader's app alone (its budget, its rate cap) is not shared: the followers go on
+// again together, one of them leading the next call.
 import { normalizedTarget } from '../../cost/idempotency-keys.ts';
 import type { RequestContext } from '../context.ts';
 import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
@@ -11,21 +11,31 @@ import type { StageFactory } from '../stage.ts';
 
 const PER_APP_REFUSALS = new Set(['budget_exceeded', 'rate_limited']);
 
-export const coalesce: StageFactory = (deps) => async (ctx, next) => {
-  const key = coalesceKey(ctx);
-  if (key === null) return next();
-  const { answer, follower } = await deps.coalescer.run<Outcome>(key, ctx.deadline, next, (o) =>
-    isRefusal(o) ? null : o,
-  );
-  if (!follower) return answer;
-  if (isRefusal(answer as Outcome)) {
-    return PER_APP_REFUSALS.has((answer as { code: string }).code) ? next() : (answer as Outcome);
-  }
-  ctx.cache = 'COALESCED';
-  ctx.chargedMinor = 0;
-  const shared = answer as Answer;
-  deps.metrics.saved(ctx, 'coalesced', Number(shared.headers['x-charged-minor'] ?? 0));
-  return { ...shared, headers: { ...shared.headers, 'x-charged-minor': '0' } };
+/** How many times followers of a leader refused for its own app go on together again. */
+const MAX_ROUNDS = 3;
+
+export const coalesce: StageFactory = (deps) => {
+  const join = async (ctx: RequestContext, next: () => Promise<Outcome>, round: number): Promise<Outcome> => {
+    const key = coalesceKey(ctx);
+    if (key === null) return next();
+    const { answer, follower } = await deps.coalescer.run<Outcome>(key, ctx.deadline, next, (o) =>
+      isRefusal(o) ? null : o,
+    );
+    if (!follower) return answer;
+    if (isRefusal(answer as Outcome)) {
+      if (!PER_APP_REFUSALS.has((answer as { code: string }).code)) return answer as Outcome;
+      // The leader's own budget or rate cap refused it; this follower's app may still go. The
+      // followers go on together again (one of them leads), not each on its own: one key slot
+      // and one upstream call, not one per follower.
+      return round < MAX_ROUNDS ? join(ctx, next, round + 1) : next();
+    }
+    ctx.cache = 'COALESCED';
+    ctx.chargedMinor = 0;
+    const shared = answer as Answer;
+    deps.metrics.saved(ctx, 'coalesced', Number(shared.headers['x-charged-minor'] ?? 0));
+    return { ...shared, headers: { ...shared.headers, 'x-charged-minor': '0' } };
+  };
+  return (ctx, next) => join(ctx, next, 0);
 };
 
 function coalesceKey(ctx: RequestContext): string | null {
