@@ -4,10 +4,15 @@
 // alternates direct and gateway calls (sequential, keep-alive) so both see the same machine
 // state, then prints median/p99 of both and of the difference, and writes
 // bench/results/gateway-latency.json. Run: node bin/run-ts.js bench/gateway-latency.ts [N]
+// With Redis reachable (REDIS_URL, else redis://127.0.0.1:6379) a second gateway on the Redis
+// store is measured in the same alternation (a unique key prefix; only its keys are deleted).
+// Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix.
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { startCpgw } from './cpgw-process.ts';
@@ -51,8 +56,37 @@ const gw = await startCpgw(
 );
 const gwUrl = gw.match[1]!;
 
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const PREFIX = `cpgw-bench-latency-${randomBytes(4).toString('hex')}:`;
+let redis: Redis | null = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
+redis.on('error', () => {});
+try {
+  await redis.connect();
+} catch {
+  console.warn(`no Redis at ${REDIS_URL}: the Redis-store gateway is not measured`);
+  redis.disconnect();
+  redis = null;
+}
+const gwRedis = redis
+  ? await startCpgw(
+      ['start'],
+      {
+        CPGW_CONFIG: configFile,
+        CPGW_PORT: '0',
+        CPGW_UPSTREAM_URL: emuUrl,
+        CPGW_UPSTREAM_API_KEY: UPSTREAM_KEY,
+        CPGW_REDIS_URL: REDIS_URL,
+        CPGW_STORE_PREFIX: PREFIX,
+      },
+      /listening on (http:\/\/[^\s)]+)/,
+    )
+  : null;
+
 const direct = new Pool(emuUrl, { connections: 1 });
-const gateway = new Pool(gwUrl, { connections: 1 });
+const gateways: Array<{ store: 'memory' | 'redis'; pool: Pool }> = [
+  { store: 'memory', pool: new Pool(gwUrl, { connections: 1 }) },
+  ...(gwRedis ? [{ store: 'redis' as const, pool: new Pool(gwRedis.match[1]!, { connections: 1 }) }] : []),
+];
 
 async function once(pool: Pool, path: string, auth: string): Promise<number> {
   const t0 = performance.now();
@@ -76,41 +110,57 @@ const routes = [
 ];
 const results: Record<string, unknown> = {};
 for (const route of routes) {
-  await once(gateway, route.path, token); // opens the window for the dossier (one charge)
+  for (const g of gateways) await once(g.pool, route.path, token); // opens the window for the dossier (one charge)
   for (let i = 0; i < 200; i++) {
     await once(direct, route.path, UPSTREAM_KEY);
-    await once(gateway, route.path, token);
+    for (const g of gateways) await once(g.pool, route.path, token);
   }
   const d: number[] = [];
-  const g: number[] = [];
+  const per = new Map(gateways.map((g) => [g.store, [] as number[]]));
   for (let i = 0; i < N; i++) {
     d.push(await once(direct, route.path, UPSTREAM_KEY));
-    g.push(await once(gateway, route.path, token));
+    for (const g of gateways) per.get(g.store)!.push(await once(g.pool, route.path, token));
   }
-  const diff = g.map((x, i) => x - d[i]!).sort((a, b) => a - b);
-  d.sort((a, b) => a - b);
-  g.sort((a, b) => a - b);
-  const row = {
-    n: N,
-    direct_ms: { p50: round(quantile(d, 0.5)), p99: round(quantile(d, 0.99)) },
-    gateway_ms: { p50: round(quantile(g, 0.5)), p99: round(quantile(g, 0.99)) },
-    added_ms: { p50: round(quantile(diff, 0.5)), p99: round(quantile(diff, 0.99)) },
-  };
+  const row: Record<string, unknown> = { n: N };
+  for (const [store, g] of per) {
+    const diff = g.map((x, i) => x - d[i]!).sort((a, b) => a - b);
+    const sorted = [...g].sort((a, b) => a - b);
+    row[store] = {
+      gateway_ms: { p50: round(quantile(sorted, 0.5)), p99: round(quantile(sorted, 0.99)) },
+      added_ms: { p50: round(quantile(diff, 0.5)), p99: round(quantile(diff, 0.99)) },
+    };
+  }
+  const ds = [...d].sort((a, b) => a - b);
+  row.direct_ms = { p50: round(quantile(ds, 0.5)), p99: round(quantile(ds, 0.99)) };
   results[route.name] = row;
+  const parts = [...per.keys()].map((store) => {
+    const r = row[store] as { gateway_ms: { p50: number }; added_ms: { p50: number; p99: number } };
+    return `${store}: gateway p50 ${r.gateway_ms.p50}, added p50 ${r.added_ms.p50} p99 ${r.added_ms.p99}`;
+  });
   console.log(
-    `${route.name.padEnd(38)} direct p50 ${row.direct_ms.p50} p99 ${row.direct_ms.p99} | gateway p50 ${row.gateway_ms.p50} p99 ${row.gateway_ms.p99} | added p50 ${row.added_ms.p50} p99 ${row.added_ms.p99} (ms)`,
+    `${route.name.padEnd(38)} direct p50 ${(row.direct_ms as { p50: number }).p50} | ${parts.join(' | ')} (ms)`,
   );
 }
 await direct.close();
-await gateway.close();
+for (const g of gateways) await g.pool.close();
 gw.child.process.kill('SIGTERM');
+gwRedis?.child.process.kill('SIGTERM');
 emu.child.process.kill('SIGTERM');
+if (redis) {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.unlink(...keys);
+  } while (cursor !== '0');
+  redis.disconnect();
+}
 await mkdir('bench/results', { recursive: true });
 const report = {
   bench: 'gateway-latency',
   at: new Date().toISOString(),
   node: process.version,
-  note: 'same run, alternating calls; gateway without cache (issue 5 not wired)',
+  note: 'same run, alternating calls (direct, gateway memory, gateway Redis); Cache-Control: no-cache, so every call goes upstream',
   results,
 };
 await writeFile('bench/results/gateway-latency.json', `${JSON.stringify(report, null, 2)}\n`);
