@@ -102,6 +102,17 @@ export function describeBudgetContract(t: ContractContext): void {
       expect(await t.store.readCounters(['h'])).toEqual([{ key: 'h', spentMinor: 200, reservedMinor: 100 }]);
     });
 
+    it('a hold of 0 is released, settled and expires without error', async () => {
+      const counters = [counter('z', 250)];
+      for (const id of ['z-release', 'z-settle', 'z-expire'])
+        expect((await t.store.reserve({ id, amountMinor: 0, counters, holdMs: TTL })).ok).toBe(true);
+      await t.store.release('z-release', ['z']);
+      await t.store.settle('z-settle', ['z'], 0, 60_000);
+      await t.h.pass(TTL + SLACK_MS);
+      expect((await t.store.reserve({ id: 'n', amountMinor: 250, counters, holdMs: 60_000 })).ok).toBe(true);
+      expect(await t.store.readCounters(['z'])).toEqual([{ key: 'z', spentMinor: 0, reservedMinor: 250 }]);
+    });
+
     it('reserving again under the same id replaces that hold', async () => {
       const counters = [counter('same', 250)];
       await t.store.reserve({ id: 'r', amountMinor: 200, counters, holdMs: 60_000 });

@@ -172,6 +172,20 @@ export function describeChargeContract(t: ContractContext): void {
       expect(await ledger()).toEqual([]);
     });
 
+    it('a charge estimated at 0 (inside a window) is released and recorded like any other', async () => {
+      // Redis: the hold's 0 came back as -0 in Lua and HINCRBY refused "-0" (not an integer),
+      // so every free call's release failed and went to the outbox and the reconciler.
+      expect(await t.store.openCharge(pending('z1', { estimateMinor: 0 }), specs())).toEqual({ ok: true });
+      expect(await t.store.openCharge(pending('z2', { estimateMinor: 0 }), specs())).toEqual({ ok: true });
+      await t.store.releaseCharge('z1');
+      expect(await t.store.recordCharge(record('z2', 250))).toMatchObject({ recorded: true });
+      expect(await counters()).toEqual([
+        { key: DAY, spentMinor: 250, reservedMinor: 0 },
+        { key: MONTH, spentMinor: 250, reservedMinor: 0 },
+      ]);
+      expect(await t.store.pendingCharges()).toEqual([]);
+    });
+
     it("leases: only the owner renews; takeOver only after the lease ended, on the caller's clock", async () => {
       const clock = t.h.clock;
       await t.store.openCharge(pending('k1', { leaseUntil: clock.now() + 10_000 }), specs());

@@ -6,8 +6,16 @@
 // the `{money}` hash tag.
 import { type LuaScript, lua, NOW } from './lua.ts';
 
-/** Drops holds whose expiry (zset h) has passed from counter hash c. Needs `now`. */
+/**
+ * Drops holds whose expiry (zset h) has passed from counter hash c. Needs `now`. Also defines
+ * unhold(c, amount): takes a hold's amount off `held`. A hold of 0 (a call estimated free inside
+ * a window) is skipped: Lua's -0 reaches Redis as "-0", which HINCRBY refuses as not an integer.
+ */
 const PURGE_HOLDS = `
+local function unhold(c, amount)
+  local n = tonumber(amount)
+  if n ~= 0 then redis.call('HINCRBY', c, 'held', -n) end
+end
 local function purge(c, h)
   local expired = redis.call('ZRANGEBYSCORE', h, '-inf', now)
   if #expired == 0 then return end
@@ -15,7 +23,7 @@ local function purge(c, h)
     local a = redis.call('HGET', c, 'h:' .. hid)
     if a then
       redis.call('HDEL', c, 'h:' .. hid)
-      redis.call('HINCRBY', c, 'held', -tonumber(a))
+      unhold(c, a)
     end
   end
   redis.call('ZREMRANGEBYSCORE', h, '-inf', now)
@@ -63,7 +71,7 @@ local function settle(c, h, id, amount, ttl)
     local mine = redis.call('HGET', c, 'h:' .. id)
     if mine then
       redis.call('HDEL', c, 'h:' .. id)
-      redis.call('HINCRBY', c, 'held', -tonumber(mine))
+      unhold(c, mine)
       redis.call('ZREM', h, id)
     end
   end
