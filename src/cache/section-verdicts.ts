@@ -90,11 +90,14 @@ export class SectionVerdicts {
   async record(section: SectionName, evidence: Evidence): Promise<void> {
     this.counters.comparisons[evidence.kind]++;
     try {
+      // Read before this difference's own mark is written: counts() folds a mark not yet
+      // counted into `differs`, and the evidence would then be counted twice.
+      const before = await this.counts(section);
       if (evidence.kind === 'differs') {
         const first = await this.options.state.setIfAbsent(DIFFERS + section, evidence.reason, KEEP_MS);
         if (first) this.options.onDifference?.(section, evidence.reason);
       }
-      const counts = addEvidence(await this.counts(section), evidence);
+      const counts = addEvidence(before, evidence);
       await this.options.state.set(COUNTS + section, JSON.stringify(counts), KEEP_MS);
     } catch (error) {
       this.options.onError?.(error);
