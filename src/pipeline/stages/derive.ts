@@ -33,7 +33,7 @@ const GATEWAY_APP = '_gateway';
 /** The prefetch waits at most this long for a rate slot, then gives up (low priority). */
 const PREFETCH_MAX_WAIT_MS = 1_000;
 /** The prefetch is skipped when fewer than this share of the key class's slots remain. */
-const PREFETCH_RESERVE = 0.25;
+export const PREFETCH_RESERVE = 0.25;
 
 export const derive: StageFactory = (deps) => {
   const sections = deps.sections;
