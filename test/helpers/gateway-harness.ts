@@ -66,7 +66,10 @@ export interface Harness {
     totals: { count: number; amount_minor: number };
   }>;
   upstreamCount(): Promise<number>;
-  /** Moves both clocks (gateway and emulator) forward. */
+  /**
+   * Moves both clocks (gateway and emulator) forward. Not Redis's: with a Redis store the rate
+   * log, budget hold expiry and key TTLs run on Redis server time (bench/spend-replay-lib.ts).
+   */
   advance(ms: number): void;
   close(): Promise<void>;
 }
