@@ -289,6 +289,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.addHook('onClose', async () => {
     pipelineDeps.prices.stop();
     await checkEvents.close();
+    await pipelineDeps.coalescer.idle();
     await pipelineDeps.reconciler.close();
     // After in-flight requests: anyone still queued is refused (reason "shutdown").
     await pipelineDeps.upstream.governor.close();

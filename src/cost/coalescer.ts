@@ -54,6 +54,8 @@ function decode(b: Buffer): SharedAnswer {
 
 export class Coalescer {
   private readonly inflight = new Map<string, Promise<unknown>>();
+  /** Leads whose answer is being parked and lock released. */
+  private readonly handOvers = new Set<Promise<void>>();
   private readonly pollMs: number;
   private readonly maxParkBytes: number;
 
@@ -117,17 +119,32 @@ export class Coalescer {
     const lease = keepAlive(clock, Math.max(1, Math.floor(leaseMs / 3)), () =>
       store.renewLock(`coalesce:lock:${key}`, owner, leaseMs),
     );
+    let answer: T;
     try {
-      const answer = await call();
-      const parked = parkable(answer);
+      answer = await call();
+    } catch (err) {
+      lease.stop();
+      await store.releaseLock(`coalesce:lock:${key}`, owner).catch(() => {});
+      throw err;
+    }
+    // The answer is parked for other replicas' followers and the lead released after this
+    // leader's own client has it (two store round trips off its path); the lock stays held
+    // until the answer is parked, so a follower never finds neither.
+    const parked = parkable(answer);
+    const handOver = (async () => {
       if (parked && parked.body.length <= this.maxParkBytes) {
         await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).catch(() => {});
       }
-      return answer;
-    } finally {
       lease.stop();
       await store.releaseLock(`coalesce:lock:${key}`, owner).catch(() => {});
-    }
+    })().finally(() => this.handOvers.delete(handOver));
+    this.handOvers.add(handOver);
+    return answer;
+  }
+
+  /** Resolves when every finished lead has parked its answer and released its lock (shutdown, tests). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.handOvers]);
   }
 
   /**
