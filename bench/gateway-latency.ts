@@ -15,6 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
+import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { startCpgw } from './cpgw-process.ts';
 
 const N = Number(process.argv[2] ?? 2000);
@@ -147,13 +148,8 @@ gw.child.process.kill('SIGTERM');
 gwRedis?.child.process.kill('SIGTERM');
 emu.child.process.kill('SIGTERM');
 if (redis) {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== '0');
   redis.disconnect();
+  await deleteKeysUnder(REDIS_URL, [PREFIX]);
 }
 await mkdir('bench/results', { recursive: true });
 const report = {

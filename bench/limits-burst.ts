@@ -13,19 +13,13 @@
 // Run: node bin/run-ts.js bench/limits-burst.ts
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
-import { knownInns } from '../test/emulator/emulator-harness.ts';
-import { json, startHarness } from '../test/helpers/gateway-harness.ts';
+import { coldBurst } from '../test/helpers/cold-burst.ts';
+import { startHarness } from '../test/helpers/gateway-harness.ts';
 
 const APPS = ['alpha', 'beta', 'gamma'];
 const COMPANIES = 50;
 const READS = 1_000;
 const IN_FLIGHT = 20;
-
-interface AppState {
-  name: string;
-  waitMs: { max: number; median: number };
-  denied: Record<string, number>;
-}
 
 async function run(name: string, limits: Record<string, unknown>, innsFrom: number) {
   const h = await startHarness({
@@ -34,33 +28,15 @@ async function run(name: string, limits: Record<string, unknown>, innsFrom: numb
     emulator: { latency: { company: '100-300' } },
   });
   try {
-    const inns = knownInns(COMPANIES, innsFrom);
-    const statuses: Record<string, number> = {};
-    const reasons: Record<string, number> = {};
-    const started = performance.now();
-    let next = 0;
-    const worker = async () => {
-      while (next < READS) {
-        const i = next++;
-        const res = await h.call(APPS[i % APPS.length]!, `/v1/companies/${inns[i % COMPANIES]}`);
-        statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-        if (res.status === 429) {
-          const body = (await res.json()) as { error: { details?: { reason?: string } } };
-          const reason = body.error.details?.reason ?? 'upstream';
-          reasons[reason] = (reasons[reason] ?? 0) + 1;
-        } else await res.arrayBuffer();
-      }
-    };
-    await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-    const tookMs = Math.round(performance.now() - started);
-    const log = (await h.emu('/requests?route=company')) as {
-      requests: Array<{ at_ms: number; path: string; status: number }>;
-    };
-    const at = log.requests.map((r) => r.at_ms).sort((a, b) => a - b);
-    const ledger = await h.ledger();
-    const admin = { headers: { authorization: `Bearer ${h.adminToken}` } };
-    const state = await json(await fetch(`${h.gateway.url}/admin/limits`, admin));
-    const apps = (state.apps as AppState[]).filter((a) => APPS.includes(a.name));
+    const b = await coldBurst(h, {
+      apps: APPS,
+      companies: COMPANIES,
+      reads: READS,
+      inFlight: IN_FLIGHT,
+      innsFrom,
+    });
+    const { statuses, reasons, tookMs, ledger, apps } = b;
+    const at = b.upstream.at;
     const result = {
       name,
       limits,
@@ -70,8 +46,8 @@ async function run(name: string, limits: Record<string, unknown>, innsFrom: numb
       refusedBy: reasons,
       statuses,
       upstreamDossierCalls: at.length,
-      companiesFetched: new Set(log.requests.map((r) => r.path)).size,
-      upstream429: log.requests.filter((r) => r.status === 429).length,
+      companiesFetched: b.upstream.paths.size,
+      upstream429: b.upstream.statuses.filter((status) => status === 429).length,
       charged: ledger.totals.count,
       burstStartedWithinMs: (at.at(-1) ?? 0) - (at[0] ?? 0),
       longestQueueWaitMs: Math.max(...apps.map((a) => a.waitMs.max)),

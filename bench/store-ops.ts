@@ -8,9 +8,9 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Redis } from 'ioredis';
 import { systemClock } from '../src/clock.ts';
 import { MemoryStore, RedisStore, type Store } from '../src/store/index.ts';
+import { deleteKeysUnder } from '../test/helpers/redis.ts';
 
 export interface OpResult {
   store: string;
@@ -104,20 +104,6 @@ export async function benchCacheRead(store: Store, label: string, ops: number, c
   );
 }
 
-async function deletePrefix(url: string, prefix: string): Promise<void> {
-  const client = new Redis(url);
-  try {
-    let cursor = '0';
-    do {
-      const [next, found] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (found.length > 0) await client.unlink(...found);
-    } while (cursor !== '0');
-  } finally {
-    client.disconnect();
-  }
-}
-
 async function main(): Promise<void> {
   const arg = (name: string, fallback: number) => {
     const i = process.argv.indexOf(`--${name}`);
@@ -139,7 +125,7 @@ async function main(): Promise<void> {
       results.push(await benchCacheRead(local, 'redis+local', ops, concurrency));
     } finally {
       await Promise.all([redis.close(), local.close()]);
-      await deletePrefix(url, prefix);
+      await deleteKeysUnder(url, [prefix]);
     }
   } else {
     console.warn('REDIS_URL not set: Redis store not benchmarked');

@@ -7,8 +7,8 @@
 // waiting). The emulator's request log and ledger are the truth; the governor's own wait figures
 // (GET /admin/limits) say how long the calls were held.
 import { afterEach, describe, expect, it } from 'vitest';
-import { knownInns } from '../emulator/emulator-harness.ts';
-import { type Harness, json, startHarness } from '../helpers/gateway-harness.ts';
+import { coldBurst } from '../helpers/cold-burst.ts';
+import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -21,13 +21,6 @@ const COMPANIES = 50;
 const READS = 1_000;
 const IN_FLIGHT = 20;
 
-interface AppState {
-  name: string;
-  granted: number;
-  denied: Record<string, number>;
-  waitMs: { max: number };
-}
-
 describe('a cold burst with the production rate defaults', () => {
   it('1,000 reads of 50 new companies by 3 apps, 20 in flight: 0 refusals, 50 charges, no call held', async () => {
     // `limits: {}` replaces the harness's pacing-off limits: every class has its production default.
@@ -36,43 +29,26 @@ describe('a cold burst with the production rate defaults', () => {
       config: { limits: {} },
       emulator: { latency: { company: '100-300' } },
     });
-    const harness = h;
-    const inns = knownInns(COMPANIES, 40_000);
-    const statuses = new Map<number, number>();
-    const refusals: string[] = [];
-    const startedAt = performance.now();
-    let next = 0;
-    const worker = async () => {
-      while (next < READS) {
-        const i = next++;
-        const res = await harness.call(APPS[i % APPS.length]!, `/v1/companies/${inns[i % COMPANIES]}`);
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        if (res.status !== 200) refusals.push(`${res.status} ${await res.text()}`);
-        else await res.arrayBuffer();
-      }
-    };
-    await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-    const tookMs = Math.round(performance.now() - startedAt);
-
-    const log = (await harness.emu('/requests?route=company')) as {
-      requests: Array<{ at_ms: number; status: number; path: string }>;
-    };
-    const at = log.requests.map((r) => r.at_ms).sort((a, b) => a - b);
-    const ledger = await harness.ledger();
-    const admin = { headers: { authorization: `Bearer ${harness.adminToken}` } };
-    const state = await json(await fetch(`${harness.gateway.url}/admin/limits`, admin));
-    const apps = (state.apps as AppState[]).filter((a) => APPS.includes(a.name));
+    const b = await coldBurst(h, {
+      apps: APPS,
+      companies: COMPANIES,
+      reads: READS,
+      inFlight: IN_FLIGHT,
+      innsFrom: 40_000,
+    });
+    const { refusals, ledger, apps } = b;
+    const at = b.upstream.at;
     const heldMs = Math.max(...apps.map((a) => a.waitMs.max));
     console.log(
-      `cold burst: ${READS} reads in ${tookMs} ms, statuses ${JSON.stringify(Object.fromEntries(statuses))}; ` +
-        `${at.length} upstream reads (${new Set(log.requests.map((r) => r.path)).size} companies) within ` +
+      `cold burst: ${READS} reads in ${b.tookMs} ms, statuses ${JSON.stringify(b.statuses)}; ` +
+        `${at.length} upstream reads (${b.upstream.paths.size} companies) within ` +
         `${(at.at(-1) ?? 0) - (at[0] ?? 0)} ms, ${ledger.totals.count} charged; longest queue wait ${heldMs} ms`,
     );
 
     expect(refusals).toEqual([]);
-    expect(statuses.get(200)).toBe(READS);
-    expect(log.requests.every((r) => r.status === 200)).toBe(true);
-    expect(new Set(log.requests.map((r) => r.path)).size).toBe(COMPANIES);
+    expect(b.statuses['200']).toBe(READS);
+    expect(b.upstream.statuses.every((status) => status === 200)).toBe(true);
+    expect(b.upstream.paths.size).toBe(COMPANIES);
     expect(ledger.entries.filter((e) => e.kind === 'dossier').length).toBe(COMPANIES);
     expect(ledger.totals.count).toBe(COMPANIES);
     // Every call started when asked: nobody was refused, and nobody was held for pacing (a
