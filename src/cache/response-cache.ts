@@ -56,6 +56,8 @@ export interface RenderedAnswer {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
+  /** True while a better coding for this client is being made (identity sent meanwhile). */
+  provisional?: true;
 }
 
 /** A store whose in-process tier can be read synchronously (memory store; Redis with a local tier). */
@@ -297,6 +299,12 @@ export class ResponseCache {
         headers['content-encoding'] = 'gzip';
         return { status: entry.status, headers, body: packed };
       }
+      return {
+        status: entry.status,
+        headers,
+        body: identityOf(entry.body, entry.encoding, entry.storedAt),
+        provisional: true,
+      };
     }
     return { status: entry.status, headers, body: identityOf(entry.body, entry.encoding, entry.storedAt) };
   }

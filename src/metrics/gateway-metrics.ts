@@ -168,7 +168,11 @@ export class GatewayMetrics {
    * covers it (`covered`), else the price of its kind (0 for free routes or unknown prices).
    */
   directCost(ctx: RequestContext, covered: boolean): number {
-    const shape = ctx.shape;
+    return this.directCostOf(ctx.shape, covered);
+  }
+
+  /** directCost() from the charge shape alone (the hit path has no context). */
+  directCostOf(shape: RequestContext['shape'], covered: boolean): number {
     if (!shape || shape.kind === null || (shape.covered !== null && covered)) return 0;
     return this.options.price(shape.kind) ?? 0;
   }

@@ -22,7 +22,6 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { bearerToken, tokenHash } from '../auth/tokens.ts';
 import type { CachePolicy } from '../cache/cache-keys.ts';
-import { acceptsCoding } from '../cache/content-coding.ts';
 import { type CacheEntry, NO_DIRECTIVES } from '../cache/index.ts';
 import type { AppConfig, GatewayConfig } from '../config/schema.ts';
 import { chargeShape } from '../cost/estimate.ts';
@@ -31,6 +30,7 @@ import { logLineOf } from '../ops/request-log.ts';
 import { type ChargeShape, type IncomingCall, UPSTREAM_ROUTES, type UpstreamRoute } from '../route-table.ts';
 import type { RequestContext } from './context.ts';
 import type { PipelineDeps } from './deps.ts';
+import { rateLimitValues } from './respond.ts';
 
 interface HitRoute {
   route: UpstreamRoute;
@@ -141,21 +141,13 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
   const out = ['x-request-id', requestId, 'age', String(Math.floor(hit.ageMs / 1000)), ...p.head];
   if (shape !== null) out.push('x-charged-minor', '0');
   if (windowExpires) out.push('x-window-expires', windowExpires);
-  if (headroom)
-    out.push(
-      'x-ratelimit-limit',
-      String(headroom.limit),
-      'x-ratelimit-remaining',
-      String(headroom.remaining),
-      'x-ratelimit-reset',
-      String(Math.ceil(headroom.resetAtMs / 1000)),
-    );
+  if (headroom) out.push(...rateLimitValues(headroom));
   res.writeHead(p.status, out);
   res.end(p.body);
 
   const { metrics } = o;
   const kind = shape?.kind ?? null;
-  const saved = kind === null || (shape?.covered && windowOpen) ? 0 : (deps.prices.price(kind) ?? 0);
+  const saved = metrics.directCostOf(shape, windowOpen);
   const elapsedMs = performance.now() - started;
   metrics.hit(app.name, route.name, kind, saved, elapsedMs / 1000);
   if (o.access.isLevelEnabled('info')) {
@@ -251,12 +243,7 @@ function prepare(deps: PipelineDeps, entry: CacheEntry, acceptEncoding: string |
     body: rendered.body,
     upstreamRequestId: rendered.headers['x-upstream-request-id'],
   };
-  const pending =
-    entry.encoding !== 'identity' &&
-    entry.encoding !== 'gzip' &&
-    rendered.headers['content-encoding'] === undefined &&
-    acceptsCoding(acceptEncoding, 'gzip');
-  if (!pending) {
+  if (!rendered.provisional) {
     if (!forEntry) {
       forEntry = new Map();
       prepared.set(entry, forEntry);

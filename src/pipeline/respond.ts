@@ -97,12 +97,23 @@ async function rateLimitHeaders(ctx: RequestContext, reply: FastifyReply, deps: 
   try {
     const h = await deps.upstream.governor.headroomFor(ctx.app.name, ctx.route.name);
     if (!h) return;
-    reply.header('x-ratelimit-limit', String(h.limit));
-    reply.header('x-ratelimit-remaining', String(h.remaining));
-    reply.header('x-ratelimit-reset', String(Math.ceil(h.resetAtMs / 1000)));
+    const values = rateLimitValues(h);
+    for (let i = 0; i < values.length; i += 2) reply.header(values[i]!, values[i + 1]!);
   } catch (err) {
     deps.logger.warn({ err: (err as Error).message }, 'rate headroom unavailable; X-RateLimit-* omitted');
   }
+}
+
+/** X-RateLimit-Limit / -Remaining / -Reset (Unix seconds) as flat [name, value, ...] (also the hit path's). */
+export function rateLimitValues(h: { limit: number; remaining: number; resetAtMs: number }): string[] {
+  return [
+    'x-ratelimit-limit',
+    String(h.limit),
+    'x-ratelimit-remaining',
+    String(h.remaining),
+    'x-ratelimit-reset',
+    String(Math.ceil(h.resetAtMs / 1000)),
+  ];
 }
 
 export function describeCause(cause: unknown): string | undefined {
