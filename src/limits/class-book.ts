@@ -65,6 +65,14 @@ export interface MinuteCap {
   uncounted?: number;
 }
 
+/** A class view with what headroom needs of this replica's own slots, without listing them. */
+export interface BookView extends ClassView {
+  /** This replica's slots in the class's log. */
+  ownCount: number;
+  /** ms from now until the newest of them leaves the window (0: none). */
+  ownLastExpiryMs: number;
+}
+
 /** A pacing log's limit when a call is taken at once: it records the start, never refuses it. */
 const RECORD_ONLY = 1_000_000_000;
 
@@ -73,6 +81,8 @@ export class ClassBook {
   minuteCap: MinuteCap | null = null;
   /** This replica's own slots still in a window, per store class (for estimates). */
   readonly ownSlots = new Map<string, Map<string, number>>();
+  /** Per store class, this replica's newest slot (ownSlots' last entry, without a scan). */
+  private readonly newest = new Map<string, { id: string; at: number }>();
   private readonly apps = new Map<string, AppLimits>();
   /** Per class: until when its log is known to hold its limit less the reserve (a take at once fails). */
   private readonly lowUntil = new Map<LimitClassName, number>();
@@ -156,10 +166,15 @@ export class ClassBook {
     const states = await this.store.limiterState(plan ? [...specs, ...plan.specs] : specs);
     plan?.apply(states.slice(specs.length));
     const out: Partial<Record<LimitClassName, Headroom>> = {};
+    // One view per store class (a class's log may bound several of the names).
+    const all = specs.map((spec, i) => {
+      const state = states[i];
+      return { spec, state, view: state && this.view(spec, state, now) };
+    });
     for (const name of names) {
-      const related = specs
-        .map((spec, i) => ({ spec, state: states[i], view: states[i] && this.view(spec, states[i], now) }))
-        .filter(({ spec: { cls } }) => (cls.kind === 'minute' ? name === 'key' : cls.cls === name));
+      const related = all.filter(({ spec: { cls } }) =>
+        cls.kind === 'minute' ? name === 'key' : cls.cls === name,
+      );
       const classView = related.find((r) => r.spec.cls.kind === 'class')?.view;
       const paceView = related.find((r) => r.spec.cls.kind === 'pace')?.view;
       const atOnce = this.atOnceBelow(name, app);
@@ -173,8 +188,8 @@ export class ClassBook {
         // an app is told it has (X-RateLimit-Limit stays the class's or the app's cap).
         if (spec.cls.kind !== 'minute' && spec.cls.kind !== 'pace') limit = Math.min(limit, view.limit);
         if (spec.cls.kind !== 'pace') remaining = Math.min(remaining, roomOf(view));
-        const allOwn = view.ownExpiriesMs.length >= state.used;
-        const clears = state.used === 0 ? 0 : allOwn ? Math.max(0, ...view.ownExpiriesMs) : view.windowMs;
+        const allOwn = view.ownCount >= state.used;
+        const clears = state.used === 0 ? 0 : allOwn ? Math.max(0, view.ownLastExpiryMs) : view.windowMs;
         resetAtMs = Math.max(resetAtMs, now + Math.max(clears, state.pausedForMs));
       }
       if (classView && paceView) {
@@ -185,13 +200,12 @@ export class ClassBook {
         const paced = Math.max(0, Math.min(roomOf(classView) - first, roomOf(paceView) - first));
         remaining = Math.min(remaining, classView.pausedForMs > 0 ? 0 : first + paced);
       }
-      for (const { spec, view } of related) {
-        if (!view) continue;
-        // Pacing binds the next start only when nothing can start at once.
-        if (spec.cls.kind === 'pace' && remaining > 0) continue;
-        nextSlotAtMs = Math.max(nextSlotAtMs, now + Math.ceil(startEstimateMs(view, 0)));
+      // The next start is now while any can start; only a class with no room needs an estimate
+      // (it sorts this replica's slots in the window: kept off the path of every answer).
+      if (remaining <= 0) {
+        for (const { view } of related)
+          if (view) nextSlotAtMs = Math.max(nextSlotAtMs, now + Math.ceil(startEstimateMs(view, 0)));
       }
-      if (remaining > 0) nextSlotAtMs = now;
       out[name] = { limit, remaining, resetAtMs, nextSlotAtMs };
     }
     return out;
@@ -229,6 +243,23 @@ export class ClassBook {
       own.delete(oldId);
     }
     own.set(id, now);
+    this.newest.set(spec.name, { id, at: now });
+  }
+
+  /** Gives one of this replica's slots back (the call did not start). */
+  forget(name: string, id: string): void {
+    this.ownSlots.get(name)?.delete(id);
+    if (this.newest.get(name)?.id === id) this.newest.delete(name);
+  }
+
+  /** When this replica took its newest slot still in the class's log (found again after a give-back). */
+  private newestOwn(name: string, own: Map<string, number>): number | undefined {
+    const known = this.newest.get(name);
+    if (known && own.has(known.id)) return known.at;
+    let last: { id: string; at: number } | undefined;
+    for (const [id, at] of own) last = { id, at };
+    if (last) this.newest.set(name, last);
+    return last?.at;
   }
 
   /**
@@ -344,23 +375,45 @@ export class ClassBook {
     }
   }
 
-  view(spec: ClassSpec, state: LimitClassState, now: number): ClassView {
+  /**
+   * How a class looks now. Drops this replica's slots that have left the window (the oldest are
+   * first: insertion order is time order) and keeps the rest as they are; the list of their
+   * expiries, which only an estimate needs, is built when it is first read.
+   */
+  view(spec: ClassSpec, state: LimitClassState, now: number): BookView {
     const own = this.ownSlots.get(spec.name);
-    const ownExpiriesMs: number[] = [];
     const minute = spec.cls.kind === 'minute';
     const windowMs =
       minute && this.minuteCap
         ? Math.max(1, this.minuteCap.resetAtMs + this.resetMarginMs - now)
         : spec.windowMs;
-    if (own) {
+    let ownLastExpiryMs = 0;
+    if (own && !minute) {
       for (const [id, at] of own) {
-        const left = minute ? windowMs : at + spec.windowMs - now;
-        if (left <= 0) own.delete(id);
-        else ownExpiriesMs.push(left);
+        if (at + spec.windowMs > now) break;
+        own.delete(id);
       }
-    }
+      const last = own.size > 0 ? this.newestOwn(spec.name, own) : undefined;
+      if (last !== undefined) ownLastExpiryMs = last + spec.windowMs - now;
+    } else if (own && own.size > 0) ownLastExpiryMs = windowMs;
+    const ownCount = own?.size ?? 0;
     const limit = this.store.limitOf?.(spec) ?? spec.limit;
-    return { limit, windowMs, used: state.used, pausedForMs: state.pausedForMs, ownExpiriesMs };
+    let expiries: number[] | null = null;
+    return {
+      limit,
+      windowMs,
+      used: state.used,
+      pausedForMs: state.pausedForMs,
+      ownCount,
+      ownLastExpiryMs,
+      get ownExpiriesMs(): number[] {
+        if (!expiries) {
+          expiries = [];
+          if (own) for (const at of own.values()) expiries.push(minute ? windowMs : at + spec.windowMs - now);
+        }
+        return expiries;
+      },
+    };
   }
 
   minuteCapWindowMs(): number {

@@ -249,7 +249,7 @@ export class RateGovernor {
       if (signal.aborted) onAbort();
     }
     // A line asleep because every waiting app is at its cap may now have someone to serve.
-    if (line.napping === 'caps') line.wake.abort();
+    if (line.napping === 'caps') wake(line);
     void this.pump(line);
     return result;
   }
@@ -312,7 +312,7 @@ export class RateGovernor {
     for (const line of this.lines.values()) {
       for (const w of line.queue.ordered())
         this.finish(w, this.deny(w.app, w.classes[0] ?? 'key', 0, 'shutdown'));
-      line.wake.abort();
+      wake(line);
     }
     this.slots.close();
     await this.fair.clearAll().catch((error: unknown) => this.onError(error));
@@ -381,7 +381,7 @@ export class RateGovernor {
   }
 
   private wakeAll(): void {
-    for (const line of this.lines.values()) line.wake.abort();
+    for (const line of this.lines.values()) wake(line);
   }
 
   /** Which of `candidates` cannot start before their deadline (start-verdict.ts); one Store read. */
@@ -470,11 +470,11 @@ export class RateGovernor {
     this.stats.granted(w.app, waitedMs);
     const giveBack = async (back: string[], classes: LimitClassName[]) => {
       this.headroomMemo.changed();
-      for (const name of back) this.book.ownSlots.get(name)?.delete(w.id);
+      for (const name of back) this.book.forget(name, w.id);
       for (const c of classes) this.book.slotsReturned(c);
       await this.slots.returnSlots(back, w.id);
       for (const line of this.lines.values())
-        if (line.queue.classes.some((c) => classes.includes(c))) line.wake.abort();
+        if (line.queue.classes.some((c) => classes.includes(c))) wake(line);
     };
     return permit(
       waitedMs,
@@ -574,4 +574,12 @@ function localModeMessage(local: boolean, cause?: unknown): string {
   if (!local) return 'rate limits: the Store answers again; the shared rate budget is back in force';
   const why = cause instanceof Error ? cause.message : String(cause);
   return `rate limits: the Store is unreachable (${why}); conservative local rate shares in force`;
+}
+
+/** Why a napping line is woken (a reason given, so abort() builds no DOMException each time). */
+const WOKEN = Object.freeze({ name: 'Woken', message: 'a line is told to look again' });
+
+/** Wakes a line's nap; a line already woken is left as it is (every answer wakes every line). */
+function wake(line: { wake: AbortController }): void {
+  if (!line.wake.signal.aborted) line.wake.abort(WOKEN);
 }

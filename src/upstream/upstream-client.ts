@@ -62,30 +62,44 @@ export class UpstreamClient {
 
   async request(req: UpstreamRequest): Promise<UpstreamResponse> {
     const started = performance.now();
-    const timeout = AbortSignal.timeout(req.timeoutMs);
-    const signal = req.signal ? AbortSignal.any([timeout, req.signal]) : timeout;
+    // One controller and one timer per call, both let go when it ends. (AbortSignal.timeout and
+    // AbortSignal.any keep a timer and a signal alive for the whole timeout and build a
+    // DOMException when it fires: on a busy gateway, thousands of them for calls long answered.)
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, req.timeoutMs);
+    const clientGone = () => controller.abort();
+    if (req.signal?.aborted) controller.abort();
+    else req.signal?.addEventListener('abort', clientGone, { once: true });
     try {
       const res = await this.pool.request({
         method: req.method,
         path: this.basePath + req.path,
         headers: { ...req.headers, authorization: this.authorization },
         body: req.body,
-        signal,
+        signal: controller.signal,
         headersTimeout: req.timeoutMs,
         bodyTimeout: req.timeoutMs,
       });
       const body = Buffer.from(await res.body.arrayBuffer());
       const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(res.headers)) {
+      for (const name in res.headers) {
+        const value = res.headers[name];
         if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
       }
       return { status: res.statusCode, headers, body, durationMs: performance.now() - started };
     } catch (err) {
       if (req.signal?.aborted) throw new UpstreamFailure('aborted', 'the client went away', { cause: err });
-      if (timeout.aborted || isTimeout(err)) {
+      if (timedOut || isTimeout(err)) {
         throw new UpstreamFailure('timeout', `no answer within ${req.timeoutMs} ms`, { cause: err });
       }
       throw new UpstreamFailure('connection', `cannot reach the upstream: ${describe(err)}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', clientGone);
     }
   }
 
