@@ -50,18 +50,78 @@ export interface GatewayMetricsOptions {
   defaultMetrics?: boolean;
 }
 
+/** The instruments the hit path feeds through GatewayMetrics.hit (flushed by their collect hook). */
+const HIT_FED = new Set<MetricKey>(['requests', 'requestDuration', 'saved']);
+const DURATION_BOUNDS: readonly number[] = METRICS.requestDuration.buckets;
+
+interface PendingHits {
+  requestLabels: Record<string, string>;
+  durationLabels: Record<string, string>;
+  savedLabels: Record<string, string> | null;
+  count: number;
+  saved: number;
+  sum: number;
+  /** Observations per bucket of DURATION_BOUNDS (le each bound), the last one above them all. */
+  buckets: number[];
+}
+
+/** prom-client's own record of one histogram series (lib/histogram.js). */
+interface SeriesRecord {
+  labels: Record<string, string>;
+  bucketValues: Record<string, number>;
+  sum: number;
+  count: number;
+}
+
+/**
+ * Adds `count` observations already sorted into the histogram's buckets (`buckets[i]`: how many
+ * fell in (bound[i-1], bound[i]]; the last entry: above every bound) to one series. prom-client
+ * has no bulk observe: this adds to its series record, the same fields observe() adds to (a unit
+ * test holds the result against observe() on the same values, so a prom-client that keeps its
+ * series otherwise fails it); without such a record it observes each bucket's bound instead.
+ */
+export function addBucketed(
+  h: Histogram<string>,
+  labels: Record<string, string>,
+  buckets: readonly number[],
+  sum: number,
+  count: number,
+): void {
+  const bounds = (h as unknown as { upperBounds?: number[] }).upperBounds;
+  const map = (h as unknown as { hashMap?: Record<string, SeriesRecord> }).hashMap;
+  const find = () =>
+    map &&
+    Object.values(map).find((r) => Object.keys(labels).every((k) => r.labels?.[k] === labels[k]));
+  let record = find();
+  if (!record && map) {
+    h.zero(labels);
+    record = find();
+  }
+  if (record?.bucketValues && bounds && bounds.length === buckets.length - 1) {
+    bounds.forEach((bound, i) => {
+      record.bucketValues[bound] = (record.bucketValues[bound] ?? 0) + buckets[i]!;
+    });
+    record.sum += sum;
+    record.count += count;
+    return;
+  }
+  // Not prom-client's layout: the right count per bucket, each at its bound (the sum is approximate).
+  buckets.forEach((n, i) => {
+    const at = i < DURATION_BOUNDS.length ? DURATION_BOUNDS[i]! : 2 * DURATION_BOUNDS.at(-1)!;
+    for (let k = 0; k < n; k++) h.observe(labels, at);
+  });
+}
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly m: Instruments;
   private readonly apps: Set<string>;
-  private readonly hitChildren = new Map<
-    string,
-    {
-      requests: { inc(): void };
-      duration: { observe(value: number): void };
-      saved: { inc(value: number): void } | null;
-    }
-  >();
+  /**
+   * HITs written by the hit path, counted here and added to prom-client when the registry is
+   * read (each instrument's collect hook): a HIT costs a few additions instead of three label
+   * hashes and validations (~1 µs of a ~25 µs answer).
+   */
+  private readonly pendingHits = new Map<string, PendingHits>();
 
   constructor(private readonly options: GatewayMetricsOptions) {
     this.apps = new Set(options.apps);
@@ -72,6 +132,8 @@ export class GatewayMetrics {
         help: spec.help,
         labelNames: [...spec.labels],
         registers: [this.registry],
+        // Whoever reads these first gets the hit path's pending counts added.
+        ...(HIT_FED.has(key) ? { collect: () => this.flushHits() } : {}),
       };
       made[key] =
         spec.type === 'counter'
@@ -100,7 +162,8 @@ export class GatewayMetrics {
     const fresh = names.filter((n) => !this.apps.has(n));
     if (fresh.length === 0) return;
     for (const n of fresh) this.apps.add(n);
-    this.hitChildren.clear(); // an app that was 'other' has its own series now
+    this.flushHits(); // an app that was 'other' has its own series from now on
+    this.pendingHits.clear();
     this.zero();
   }
 
@@ -179,25 +242,45 @@ export class GatewayMetrics {
 
   /**
    * A HIT written by the hit path (pipeline/hit-path.ts): what request() and saved() record for
-   * it, through label children looked up once per app, route and kind (prom-client hashes the
-   * labels on every call otherwise).
+   * it, counted in place and handed to prom-client when the registry is read (flushHits).
    */
   hit(app: string, route: string, kind: string | null, savedMinor: number, seconds: number): void {
     const key = `${app}\u0000${route}\u0000${kind}`;
-    let c = this.hitChildren.get(key);
-    if (!c) {
+    let p = this.pendingHits.get(key);
+    if (!p) {
       const a = this.app(app);
       const r = GatewayMetrics.route(route);
-      c = {
-        requests: this.m.requests.labels({ app: a, route: r, status: '200', cache: 'HIT' }),
-        duration: this.m.requestDuration.labels({ route: r, cache: 'HIT' }),
-        saved: kind === null ? null : this.m.saved.labels({ app: a, kind, reason: 'cache' }),
+      p = {
+        requestLabels: { app: a, route: r, status: '200', cache: 'HIT' },
+        durationLabels: { route: r, cache: 'HIT' },
+        savedLabels: kind === null ? null : { app: a, kind, reason: 'cache' },
+        count: 0,
+        saved: 0,
+        sum: 0,
+        buckets: new Array<number>(DURATION_BOUNDS.length + 1).fill(0),
       };
-      this.hitChildren.set(key, c);
+      this.pendingHits.set(key, p);
     }
-    c.requests.inc();
-    c.duration.observe(seconds);
-    if (savedMinor > 0) c.saved?.inc(savedMinor);
+    p.count++;
+    p.sum += seconds;
+    let b = 0;
+    while (b < DURATION_BOUNDS.length && seconds > DURATION_BOUNDS[b]!) b++;
+    p.buckets[b]!++;
+    if (savedMinor > 0 && p.savedLabels) p.saved += savedMinor;
+  }
+
+  /** Adds the hit path's pending counts to the instruments (called before any read of them). */
+  flushHits(): void {
+    for (const p of this.pendingHits.values()) {
+      if (p.count === 0) continue;
+      this.m.requests.inc(p.requestLabels, p.count);
+      addBucketed(this.m.requestDuration, p.durationLabels, p.buckets, p.sum, p.count);
+      if (p.saved > 0 && p.savedLabels) this.m.saved.inc(p.savedLabels, p.saved);
+      p.count = 0;
+      p.sum = 0;
+      p.saved = 0;
+      p.buckets.fill(0);
+    }
   }
 
   /** One answer to an app (the server's onResponse hook). */

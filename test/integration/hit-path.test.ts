@@ -4,6 +4,7 @@
 // hit path; which one answered is told by the store's cacheGet/windows calls (the hit path makes
 // none). Status, headers (but Date and X-Request-Id), body, the request log line and the
 // metrics must be the same. Then the cases the hit path must leave to the pipeline.
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../../src/store/index.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
@@ -187,6 +188,48 @@ describe('what the hit path leaves to the full pipeline', () => {
     expect(await h.upstreamCount()).toBe(before + 1);
     const wait = await h.call('alpha', path, { headers: { 'x-max-wait-ms': 'soon' } });
     expect(wait.status).toBe(422);
+  });
+
+  it('reads header names in any case, and leaves a doubled Accept-Encoding or Authorization to the pipeline', async () => {
+    await h.call('alpha', path);
+    await h.call('alpha', path); // memos fresh: a plain read here would be a hit-path HIT
+    const token = h.tokens.alpha!;
+    const raw = (headers: [string, string | string[]][]) =>
+      new Promise<{ status: number; headers: IncomingHttpHeaders; reads: number }>((resolve, reject) => {
+        const before = storeReads;
+        const req = httpRequest(`${h.gateway.url}${path}`, (res) => {
+          res.resume();
+          res.on('end', () =>
+            resolve({ status: res.statusCode!, headers: res.headers, reads: storeReads - before }),
+          );
+        });
+        // setHeader keeps the name's case; an array value is sent as one line each.
+        for (const [name, value] of headers) req.setHeader(name, value);
+        req.on('error', reject);
+        req.end();
+      });
+    const upstream = await h.upstreamCount();
+    const forced = await raw([
+      ['AUTHORIZATION', `Bearer ${token}`],
+      ['Cache-Control', 'no-cache'],
+    ]);
+    expect([forced.status, forced.headers['x-cache']]).toEqual([200, 'MISS']);
+    expect(await h.upstreamCount()).toBe(upstream + 1);
+    const mixed = await raw([
+      ['Authorization', `Bearer ${token}`],
+      ['Accept-Encoding', 'br'],
+    ]);
+    expect([mixed.status, mixed.headers['x-cache'], mixed.reads]).toEqual([200, 'HIT', 0]);
+    // Node joins two Accept-Encoding lines ("identity, br"): the pipeline reads them so (the
+    // hit path, reading raw lines, would see only one, so it declines).
+    const twice = await raw([
+      ['Authorization', `Bearer ${token}`],
+      ['Accept-Encoding', ['identity', 'br']],
+    ]);
+    expect([twice.status, twice.headers['x-cache'], twice.reads > 0]).toEqual([200, 'HIT', true]);
+    // Node keeps the first Authorization: the pipeline answers for alpha.
+    const auth = await raw([['Authorization', [`Bearer ${token}`, 'Bearer cpgw_nope']]]);
+    expect([auth.status, auth.headers['x-cache'], auth.reads > 0]).toEqual([200, 'HIT', true]);
   });
 
   it('HEAD is answered from the cache by the pipeline, with no body', async () => {
