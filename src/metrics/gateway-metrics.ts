@@ -90,8 +90,7 @@ export function addBucketed(
   const bounds = (h as unknown as { upperBounds?: number[] }).upperBounds;
   const map = (h as unknown as { hashMap?: Record<string, SeriesRecord> }).hashMap;
   const find = () =>
-    map &&
-    Object.values(map).find((r) => Object.keys(labels).every((k) => r.labels?.[k] === labels[k]));
+    map && Object.values(map).find((r) => Object.keys(labels).every((k) => r.labels?.[k] === labels[k]));
   let record = find();
   if (!record && map) {
     h.zero(labels);
