@@ -220,12 +220,12 @@ export class RateGovernor {
       if (this.closed) return this.deny(request.app, primary, 0, 'shutdown');
       q.refused(waiter.app, refusal, this.clock.now());
       q.push(waiter);
-      this.markWaiting(line, refusal.cls);
+      this.markWaiting(line, refusal.cls, waiter.app);
     } else {
       // Others wait here already: say at once that this app waits too, so other replicas'
       // apps over their share leave the next free slot to it (fair-share.ts).
       q.push(waiter);
-      if (q.lastRefusedBy) this.markWaiting(line, q.lastRefusedBy, waiter.app);
+      this.joinWaiting(line, waiter.app);
     }
 
     const hopeless = await this.estimate(line, [waiter]).catch((error: unknown) => {
@@ -357,7 +357,7 @@ export class RateGovernor {
         }
         now = this.clock.now();
         q.refused(w.app, refusal, now);
-        this.markWaiting(line, refusal.cls);
+        this.markWaiting(line, refusal.cls, w.app);
         const hopeless = await this.estimate(line, q.ordered()).catch((error: unknown) => {
           this.onError(error);
           return new Map<Waiter, Verdict>();
@@ -504,9 +504,24 @@ export class RateGovernor {
     return (w.specs ?? this.book.specsFor(w)).map((s) => s.name);
   }
 
-  /** After a refusal by a class: every app waiting in this line for it says so (fair-share.ts). */
-  private markWaiting(line: Line, refusedBy: StoreClass, only?: string): void {
-    if (refusedBy.kind === 'cap') return; // its own cap, not the class
+  /**
+   * After a refusal of `app`'s take (fair-share.ts), an app counts as waiting for the class that
+   * holds it back, and only for that one. By a class itself (its log, pacing, the minute cap):
+   * every app waiting in this line says it waits for that class, except one held back by its own
+   * share or cap. By the app's own share: that app alone says so. Either way they leave the
+   * waiting logs of the line's other classes (unless another of their waiters still wants them):
+   * a search held back by the search class or its own search share cannot use a key slot, and its
+   * mark kept every other app to a share of a key class it left unused (soak, six apps: the key
+   * class ran at 53-55 of 60 a minute, every other app refused by its key share).
+   */
+  private markWaiting(line: Line, refusedBy: StoreClass, app: string): void {
+    if (isAppClass(refusedBy)) {
+      if (refusedBy.kind === 'share') {
+        this.fair.markWaiting(refusedBy.cls, app).catch((error: unknown) => this.onError(error));
+      }
+      this.leaveOtherClasses(line, app, refusedBy.cls);
+      return;
+    }
     const q = line.queue;
     q.lastRefusedBy = refusedBy;
     this.headroomMemo.changed(); // who competes may change: pacing, and so X-RateLimit-Remaining
@@ -514,9 +529,37 @@ export class RateGovernor {
     const now = this.clock.now();
     // Waiting for the upstream's minute cap is not competing for the class (it does not pace).
     const competes = refusedBy.kind !== 'minute';
-    for (const app of only ? [only] : Object.keys(q.depthByApp())) {
-      const blocked = q.isBlocked(app, now) && refusedBy.kind !== 'share';
-      if (!blocked) this.fair.markWaiting(c, app, competes).catch((error: unknown) => this.onError(error));
+    for (const other of Object.keys(q.depthByApp())) {
+      if (other !== app && q.isBlocked(other, now)) continue;
+      this.fair.markWaiting(c, other, competes).catch((error: unknown) => this.onError(error));
+      this.leaveOtherClasses(line, other, c);
+    }
+  }
+
+  /** Joining a line others already wait in: this app says it waits for what holds the line back. */
+  private joinWaiting(line: Line, app: string): void {
+    const by = line.queue.lastRefusedBy;
+    if (by && !isAppClass(by))
+      this.fair
+        .markWaiting(baseClassOf(by), app, by.kind !== 'minute')
+        .catch((error: unknown) => this.onError(error));
+  }
+
+  /** The app is held back in this line by `held`: it leaves the waiting logs of the line's other classes it wants nowhere else. */
+  private leaveOtherClasses(line: Line, app: string, held: LimitClassName): void {
+    const now = this.clock.now();
+    for (const c of line.queue.classes) {
+      if (c === held) continue;
+      let still = false;
+      for (const other of this.lines.values())
+        if (
+          other !== line &&
+          other.queue.classes.includes(c) &&
+          other.queue.has(app) &&
+          !other.queue.isBlocked(app, now)
+        )
+          still = true;
+      if (!still) this.fair.clearWaiting(c, app).catch((error: unknown) => this.onError(error));
     }
   }
 
