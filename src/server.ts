@@ -290,6 +290,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     pipelineDeps.prices.stop();
     await checkEvents.close();
     await pipelineDeps.coalescer.idle();
+    await pipelineDeps.cache.packed();
     await pipelineDeps.reconciler.close();
     // After in-flight requests: anyone still queued is refused (reason "shutdown").
     await pipelineDeps.upstream.governor.close();

@@ -241,9 +241,28 @@ export class ResponseCache {
     }
   }
 
-  /** Resolves when the compressed copies being made now are stored (or given up): tests, shutdown. */
+  /**
+   * save() after the answer has been written (the next turn of the event loop): for answers whose
+   * re-read costs no money, so that neither the store's round trip nor the compression of a small
+   * body is on the answer's path. A read of the same key arriving before it is stored is a miss.
+   */
+  saveLater(req: CacheRequest, answer: UpstreamAnswer): void {
+    const job: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.save(req, answer))
+      .then(
+        () => {},
+        () => {},
+      )
+      .finally(() => this.packing.delete(job));
+    this.packing.add(job);
+  }
+
+  /**
+   * Resolves when the saves deferred by saveLater and the compressed copies being made now are
+   * stored (or given up): tests, shutdown.
+   */
   async packed(): Promise<void> {
-    await Promise.all([...this.packing]);
+    while (this.packing.size > 0) await Promise.all([...this.packing]);
   }
 
   /**

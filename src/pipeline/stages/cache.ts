@@ -1,6 +1,7 @@
 // Stage: the response cache. Looks up before anything is spent (no budget, no rate slot, no
 // upstream call on a hit), stands in with a stale entry when the upstream fails, and stores what
-// the upstream answered (only the coalescing leader stores). Scopes and check ownership are
+// the upstream answered (only the coalescing leader stores; a free route's answer just after it is
+// written, off its path). Scopes and check ownership are
 // checked by the stages BEFORE this one: the cache is shared by all apps, its answers are not.
 // Reads the company's windows once (a refresh inside an open window is free upstream).
 import type { CacheEntry, CacheRequest } from '../../cache/index.ts';
@@ -58,7 +59,10 @@ export const cache: StageFactory = (deps) => async (ctx, next) => {
   }
   if (isRefusal(out)) return out;
   if (ctx.cache !== 'COALESCED') {
-    await deps.cache.save(creq, out);
+    // A free read is stored after its answer is written (a read before that is one more free
+    // call); a charged route's entry is stored first, so a read right after it never pays again.
+    if (ctx.route.charge === null) deps.cache.saveLater(creq, out);
+    else await deps.cache.save(creq, out);
     ctx.cache = 'MISS';
   }
   return { ...out, headers: { ...out.headers, age: '0' } };
