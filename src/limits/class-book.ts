@@ -150,6 +150,16 @@ export class ClassBook {
     names: readonly LimitClassName[],
   ): Promise<Partial<Record<LimitClassName, Headroom>>> {
     const now = this.clock.now();
+    const specs = this.headroomSpecs(app, names, now);
+    // Who competes (pacing engaged or not) is read in the same round trip when it is stale.
+    const plan = this.fair.refreshPlan(names);
+    const states = await this.store.limiterState(plan ? [...specs, ...plan.specs] : specs);
+    plan?.apply(states.slice(specs.length));
+    return this.headroomFrom(app, names, specs, states, now);
+  }
+
+  /** The logs headroom of these classes reads (the class, its pacing, the app's cap, the minute cap). */
+  private headroomSpecs(app: string, names: readonly LimitClassName[], now: number): ClassSpec[] {
     const specs: ClassSpec[] = [];
     for (const name of names) {
       const spec = this.spec(name);
@@ -161,10 +171,48 @@ export class ClassBook {
     }
     const cap = names.includes('key') ? this.activeMinuteCap(now) : null;
     if (cap) specs.push(this.minuteCapSpec(cap));
-    // Who competes (pacing engaged or not) is read in the same round trip when it is stale.
-    const plan = this.fair.refreshPlan(names);
-    const states = await this.store.limiterState(plan ? [...specs, ...plan.specs] : specs);
-    plan?.apply(states.slice(specs.length));
+    return specs;
+  }
+
+  /**
+   * What headroomFor(app, classes) would read now, for a caller that reads them in a round trip
+   * of its own (upstream-follower.ts, after an answer); null while who competes must be read
+   * first (then headroomFor reads it).
+   */
+  headroomReads(app: string, classes: readonly LimitClassName[]): ClassSpec[] | null {
+    if (classes.length === 0 || this.fair.refreshPlan(classes)) return null;
+    return this.headroomSpecs(app, classes, this.clock.now());
+  }
+
+  /**
+   * headroomFor() from states read by the caller (by log name) instead of a store read, with the
+   * limits in force now; undefined when a log it needs was not read.
+   */
+  headroomForFrom(
+    app: string,
+    classes: readonly LimitClassName[],
+    read: ReadonlyMap<string, LimitClassState>,
+  ): (Headroom & { limitClass: LimitClassName }) | null | undefined {
+    const now = this.clock.now();
+    if (classes.length === 0 || this.fair.refreshPlan(classes)) return undefined;
+    const specs = this.headroomSpecs(app, classes, now);
+    const states: LimitClassState[] = [];
+    for (const spec of specs) {
+      const state = read.get(spec.name);
+      if (!state) return undefined;
+      states.push(state);
+    }
+    return tightest(classes, this.headroomFrom(app, classes, specs, states, now));
+  }
+
+  /** Headroom per class from the states of its logs (headroomSpecs, in that order). */
+  private headroomFrom(
+    app: string,
+    names: readonly LimitClassName[],
+    specs: ClassSpec[],
+    states: readonly (LimitClassState | undefined)[],
+    now: number,
+  ): Partial<Record<LimitClassName, Headroom>> {
     const out: Partial<Record<LimitClassName, Headroom>> = {};
     // One view per store class (a class's log may bound several of the names).
     const all = specs.map((spec, i) => {
@@ -217,13 +265,7 @@ export class ClassBook {
     classes: LimitClassName[],
   ): Promise<(Headroom & { limitClass: LimitClassName }) | null> {
     if (classes.length === 0) return null;
-    const all = await this.headroomOf(app, classes);
-    let best: (Headroom & { limitClass: LimitClassName }) | null = null;
-    for (const name of classes) {
-      const h = all[name];
-      if (h && (!best || h.remaining < best.remaining)) best = { ...h, limitClass: name };
-    }
-    return best;
+    return tightest(classes, await this.headroomOf(app, classes));
   }
 
   /** Records one of this replica's slots; forgets those that have left their window. */
@@ -467,6 +509,19 @@ export class ClassBook {
   priorityOf(app: string): number {
     return this.apps.get(app)?.priority ?? 0;
   }
+}
+
+/** The class with the fewest remaining (the first on a tie); null for none. */
+function tightest(
+  classes: readonly LimitClassName[],
+  all: Partial<Record<LimitClassName, Headroom>>,
+): (Headroom & { limitClass: LimitClassName }) | null {
+  let best: (Headroom & { limitClass: LimitClassName }) | null = null;
+  for (const name of classes) {
+    const h = all[name];
+    if (h && (!best || h.remaining < best.remaining)) best = { ...h, limitClass: name };
+  }
+  return best;
 }
 
 /** Starts a class view has room for now (0 while paused or at its limit). */

@@ -15,9 +15,19 @@ export class HeadroomMemo {
 
   constructor(private readonly maxAgeMs: number) {}
 
-  /** Something changed here (a start, a give-back, a waiter, an upstream signal). */
-  changed(): void {
-    this.epoch++;
+  /** Something changed here (a start, a give-back, a waiter, an upstream signal); the new epoch. */
+  changed(): number {
+    return ++this.epoch;
+  }
+
+  /**
+   * Keeps a value read elsewhere (with the changes up to epoch `asOf` in it), unless something
+   * else has changed here since.
+   */
+  set(key: string, now: number, value: Entry, asOf: number): void {
+    if (asOf !== this.epoch || this.maxAgeMs <= 0) return;
+    if (this.entries.size > 10_000) this.entries.clear();
+    this.entries.set(key, { at: now, epoch: asOf, value });
   }
 
   /** The memoized value when get() would use it without reading; undefined otherwise. */

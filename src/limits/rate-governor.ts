@@ -259,17 +259,25 @@ export class RateGovernor {
    * with X-RateLimit-Reset (no more key calls than that until the reset) and a 429 with
    * Retry-After in seconds (pauses the route's class). `errorCode` is the upstream error code
    * of a 429 body when known; `quota_exceeded` is a tariff quota, not a rate, and is ignored.
-   * Call it before release(true) of the same call.
+   * Call it before release(true) of the same call. With `app`, the app's headroom on the route
+   * (what headroomFor answers next) is read in the same round trip as the upstream-minute log.
    */
   async observe(
     route: RouteName,
     status: number,
     headers: Record<string, string | undefined>,
     errorCode?: string,
+    app?: string,
   ): Promise<void> {
-    this.headroomMemo.changed();
-    await this.follower.observe(route, status, headers, errorCode);
-    this.headroomMemo.changed();
+    const before = this.headroomMemo.changed();
+    const classes = routeClasses(route);
+    const reads = app === undefined ? null : this.book.headroomReads(app, classes);
+    const read = await this.follower.observe(route, status, headers, errorCode, reads ?? []);
+    const after = this.headroomMemo.changed();
+    if (app === undefined || !reads || !read || after !== before + 1) return;
+    // Nothing else changed here while the logs were read: they hold what headroomFor would read.
+    const h = this.book.headroomForFrom(app, classes, read);
+    if (h !== undefined) this.headroomMemo.set(`${app}\u0000${route}`, this.clock.now(), h, after);
   }
 
   /** What the app may still use now, per class (for X-RateLimit-* on the gateway's answers). */

@@ -11,6 +11,7 @@
 // a malformed broadcast set a limit.
 import type { Clock } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
+import type { LimitClassSpec, LimitClassState } from '../store/store.ts';
 import type { ClassBook, MinuteCap } from './class-book.ts';
 import { pausedClassOf, routeClasses } from './limit-classes.ts';
 import type { LimitsBus, SlotStore } from './slot-fallback.ts';
@@ -129,6 +130,11 @@ export function decodeLimitsChange(message: string, self: string): LimitsChange 
 export class UpstreamFollower {
   private readonly signalOptions: SignalOptions;
   private readonly unsubscribe: Promise<(() => Promise<void>) | null>;
+  /** What this replica's own broadcasts start with (skipped without parsing when they come back). */
+  private readonly ownPrefix: string;
+  /** Changes not yet published, merged; the publish in flight. */
+  private unsent: LimitsChange | null = null;
+  private sending: Promise<void> | null = null;
 
   constructor(private readonly o: UpstreamFollowerOptions) {
     this.signalOptions = {
@@ -136,6 +142,7 @@ export class UpstreamFollower {
       maxPauseMs: o.maxPauseMs,
       maxResetAheadMs: o.book.classes.key.windowMs,
     };
+    this.ownPrefix = `{"from":${JSON.stringify(o.instance)},`;
     this.unsubscribe = o.bus
       .subscribe(LIMITS_CHANNEL, (message) => this.onBroadcast(message))
       .catch((error: unknown) => {
@@ -144,17 +151,23 @@ export class UpstreamFollower {
       });
   }
 
-  /** Applies one upstream answer here, shares what changed, and wakes the lines. */
+  /**
+   * Applies one upstream answer here, shares what changed (off the caller's path), and wakes the
+   * lines. `alsoRead`: logs the caller wants read in the same round trip as the minute log (the
+   * answer's X-RateLimit-*); their states are returned, by name, when that read was made.
+   */
   async observe(
     route: RouteName,
     status: number,
     headers: Record<string, string | undefined>,
     errorCode?: string,
-  ): Promise<void> {
+    alsoRead: readonly LimitClassSpec[] = [],
+  ): Promise<Map<string, LimitClassState> | null> {
     const { store, book } = this.o;
     const now = this.o.clock.now();
     const signals = readUpstreamSignals(status, headers, now, this.signalOptions, errorCode);
     let change: LimitsChange | null = null;
+    let read: Map<string, LimitClassState> | null = null;
     if (signals.keyLimit !== undefined && book.followKeyLimit(signals.keyLimit)) {
       change = { keyLimit: book.keyLimit };
     }
@@ -163,13 +176,19 @@ export class UpstreamFollower {
       if (remaining === 0) {
         await store.pauseClass('key', resetAtMs - now + this.o.resetMarginMs);
       } else {
-        const [state] = await store.limiterState([
-          {
-            name: encodeStoreClass({ kind: 'minute', resetAtMs }),
-            limit: 0,
-            windowMs: book.minuteCapWindowMs(),
-          },
-        ]);
+        const minute = {
+          name: encodeStoreClass({ kind: 'minute', resetAtMs }),
+          limit: 0,
+          windowMs: book.minuteCapWindowMs(),
+        };
+        const specs = [minute, ...alsoRead.filter((s) => s.name !== minute.name)];
+        const states = await store.limiterState(specs);
+        read = new Map();
+        specs.forEach((spec, i) => {
+          const s = states[i];
+          if (s) read?.set(spec.name, s);
+        });
+        const state = read.get(minute.name);
         const inFlight = this.o.keyCallsInFlight();
         const limit = minuteCapLimit({
           route,
@@ -192,22 +211,48 @@ export class UpstreamFollower {
     if (signals.pauseMs !== undefined) {
       const paused = pausedClassOf(route);
       if (paused) await store.pauseClass(paused, signals.pauseMs);
+      read = null; // read before the pause
     }
-    if (change) {
-      await this.o.bus
-        .publish(LIMITS_CHANNEL, encodeLimitsChange(this.o.instance, change))
-        .catch((error: unknown) => this.o.onError(error));
-    }
+    if (change) this.share(change);
     this.o.onChange();
+    return read;
+  }
+
+  /**
+   * Sends a change to the other replicas without waiting for it: at most one publish in flight;
+   * changes made meanwhile are merged (the newest of each kind) and sent when it is done. The
+   * other replicas keep the newest count they have seen (mergeMinuteCap), so a skipped
+   * intermediate cap never leaves them a looser one than they would have had.
+   */
+  private share(change: LimitsChange): void {
+    this.unsent = { ...this.unsent, ...change };
+    if (this.sending) return;
+    this.sending = (async () => {
+      while (this.unsent) {
+        const next = this.unsent;
+        this.unsent = null;
+        await this.o.bus
+          .publish(LIMITS_CHANNEL, encodeLimitsChange(this.o.instance, next))
+          .catch((error: unknown) => this.o.onError(error));
+      }
+      this.sending = null;
+    })();
+  }
+
+  /** Resolves when every change made so far has been published (or failed): tests, shutdown. */
+  async shared(): Promise<void> {
+    while (this.sending) await this.sending;
   }
 
   /** Stops listening to the other replicas. */
   async close(): Promise<void> {
+    await this.shared();
     const unsubscribe = await this.unsubscribe;
     if (unsubscribe) await unsubscribe().catch((error: unknown) => this.o.onError(error));
   }
 
   private onBroadcast(message: string): void {
+    if (message.startsWith(this.ownPrefix)) return;
     try {
       const change = decodeLimitsChange(message, this.o.instance);
       if (!change) return;

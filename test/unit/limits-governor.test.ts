@@ -703,4 +703,34 @@ describe('headroom', () => {
     });
     expect((await governor.headroom('crm')).key).toMatchObject({ limit: 60, remaining: 2 });
   });
+
+  it("observe(..., app) reads the app's headroom with the minute log: the answer's X-RateLimit-* need no read of their own", async () => {
+    const clock = new ManualClock();
+    const memory = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+    const reads: string[][] = [];
+    const store = Object.create(memory) as Store;
+    store.limiterState = (specs) => {
+      reads.push(specs.map((s) => s.name));
+      return memory.limiterState(specs);
+    };
+    const governor = new RateGovernor({ store, clock: manualTime(clock).governorClock, random: () => 0 });
+    governors.push(governor);
+    for (let i = 0; i < 3; i++) asPermit(await governor.acquire({ app: 'crm', route: 'company' }));
+    const reset = Math.floor(clock.now() / 1000) + 30;
+    const answer = { 'X-RateLimit-Remaining': '10', 'X-RateLimit-Reset': String(reset) };
+    reads.length = 0;
+    await governor.observe('company', 200, answer, undefined, 'crm');
+    // One read: the minute log and the key's logs the headroom needs.
+    expect(reads).toEqual([[`key~${reset * 1000}`, 'key', 'key:pace']]);
+    const h = await governor.headroomFor('crm', 'company');
+    expect(reads).toHaveLength(1);
+    // The same as a fresh read: the cap is 0 logged - 2 other calls in flight + 10 left = 8.
+    expect(h).toEqual({ ...(await governor.headroom('crm')).key, limitClass: 'key' });
+    expect(h?.remaining).toBe(8);
+    // Without the app (the price book's own refresh) nothing is kept for anyone.
+    await governor.observe('company', 200, answer);
+    reads.length = 0;
+    await governor.headroomFor('crm', 'company');
+    expect(reads).toHaveLength(1);
+  });
 });

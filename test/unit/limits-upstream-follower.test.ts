@@ -231,6 +231,44 @@ describe('UpstreamFollower: two replicas on one store', () => {
     expect((await state()).key).toBe(0);
   });
 
+  it('observe does not wait for its broadcast; changes made meanwhile go out merged, the newest last', async () => {
+    const clock = new ManualClock();
+    const memory = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+    const sent: string[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const slow = Object.create(memory) as Store;
+    slow.publish = async (channel, message) => {
+      sent.push(message);
+      if (sent.length === 1) await gate; // the first publish hangs until the test opens it
+      return memory.publish(channel, message);
+    };
+    const a = replica(slow, clock, 'a');
+    const b = replica(memory, clock, 'b');
+    await flush();
+    const resetSec = Math.floor(clock.now() / 1000) + 30;
+    const answer = (remaining: number) => ({
+      'X-RateLimit-Remaining': String(remaining),
+      'X-RateLimit-Reset': String(resetSec),
+    });
+    await a.follower.observe('company', 200, answer(9));
+    await a.follower.observe('company', 200, { 'X-RateLimit-Limit': '30', ...answer(8) });
+    await a.follower.observe('company', 200, answer(7));
+    expect(a.book.minuteCap).toMatchObject({ remaining: 7, limit: 7 });
+    expect(sent).toHaveLength(1); // the other two wait for the first, merged
+    open();
+    await a.follower.shared();
+    await flush();
+    expect(sent).toHaveLength(2);
+    expect(JSON.parse(sent[1]!)).toMatchObject({ keyLimit: 30, minuteCap: { remaining: 7 } });
+    expect(b.book.minuteCap).toEqual(a.book.minuteCap);
+    expect(b.book.keyLimit).toBe(30);
+    // a's own broadcasts came back and were skipped (no change, no error).
+    expect([a.seen.changes, a.seen.errors]).toEqual([3, []]);
+  });
+
   it('a lost broadcast is reported and the change still holds here', async () => {
     const clock = new ManualClock();
     const memory = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
@@ -241,6 +279,7 @@ describe('UpstreamFollower: two replicas on one store', () => {
     const a = replica(failing, clock, 'a');
     await a.follower.observe('company', 200, { 'X-RateLimit-Limit': '9' });
     expect(a.book.keyLimit).toBe(9);
+    await a.follower.shared();
     expect(a.seen.errors).toEqual([new Error('publish failed')]);
     expect(a.seen.changes).toBe(1);
   });
