@@ -109,15 +109,18 @@ export class SlotFallback implements GovernedSlots {
     return this.localMode ? localShareOf(spec, this.o.classes, this.replicas) : spec.limit;
   }
 
-  async takeSlots(specs: LimitClassSpec[], id: string): Promise<TakeResult> {
+  async takeSlots(specs: LimitClassSpec[], id: string, read?: LimitClassSpec[]): Promise<TakeResult> {
     if (!this.localMode) {
       try {
-        return await this.store.takeSlots(specs, id);
+        return await this.store.takeSlots(specs, id, read);
       } catch (error) {
         this.enterLocal(error);
       }
     }
-    return this.local.take(this.localSpecs(specs), id);
+    const local = this.localSpecs(specs);
+    const result = this.local.take(local, id);
+    if (!result.ok || !read) return result;
+    return { ok: true, states: this.local.state([...local, ...this.localSpecs(read)]) };
   }
 
   async returnSlots(names: string[], id: string): Promise<void> {

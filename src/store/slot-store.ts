@@ -12,7 +12,14 @@ export interface LimitClassSpec {
 }
 
 export type TakeResult =
-  | { ok: true }
+  | {
+      ok: true;
+      /**
+       * Only when takeSlots was given `read`: the state of every class taken (this take counted)
+       * and of every class in `read`, as they are right after the take, in one round trip.
+       */
+      states?: LimitClassState[];
+    }
   | {
       ok: false;
       /** The class that refused. */
@@ -34,8 +41,10 @@ export interface SlotStore {
    * Takes one slot of every class, or none. Redis uses the server's clock. When several classes
    * refuse, the answer names the one that frees up last. `id` should be unique per call: taking
    * again with an id that already holds a slot of a class refreshes that slot instead of adding one.
+   * With `read` (classes to look at, not take), a granted take also answers the states of the
+   * classes taken and read, as limiterState would right after it.
    */
-  takeSlots(classes: LimitClassSpec[], id: string): Promise<TakeResult>;
+  takeSlots(classes: LimitClassSpec[], id: string, read?: LimitClassSpec[]): Promise<TakeResult>;
   /** Gives back a slot taken by `id` (the call never left the gateway). */
   returnSlots(classNames: string[], id: string): Promise<void>;
   /**

@@ -33,6 +33,36 @@ export function describeSlotContract(t: ContractContext): void {
       expect(await t.store.takeSlots([cls('suggest', 1)], 'c')).toEqual({ ok: true });
     });
 
+    it('a take with `read` answers, when granted, the states of the classes taken and read right after it', async () => {
+      await t.store.takeSlots([cls('suggest', 9), cls('key', 5)], 'a');
+      await t.store.pauseClass('suggest', 300);
+      const taken = [cls('search', 2), cls('key', 5), cls('search', 2)];
+      const read = [cls('suggest', 9), cls('check', 2)];
+      const result = await t.store.takeSlots(taken, 'b', read);
+      expect(result.ok).toBe(true);
+      if (!result.ok) return;
+      // A class named twice is taken once and answered once; this take is counted.
+      const byName = Object.fromEntries((result.states ?? []).map((s) => [s.name, s]));
+      expect(Object.keys(byName).sort()).toEqual(['check', 'key', 'search', 'suggest']);
+      expect(result.states).toHaveLength(4);
+      expect(byName.search).toEqual({ name: 'search', used: 1, pausedForMs: 0 });
+      expect(byName.key).toEqual({ name: 'key', used: 2, pausedForMs: 0 });
+      expect(byName.check).toEqual({ name: 'check', used: 0, pausedForMs: 0 });
+      expect(byName.suggest).toMatchObject({ name: 'suggest', used: 1 });
+      t.expectAbout(byName.suggest!.pausedForMs, 300);
+      // The same as a read right after it.
+      const states = await t.store.limiterState([cls('search', 2), cls('key', 5), cls('check', 2)]);
+      expect(states).toEqual([byName.search, byName.key, byName.check]);
+      // Without `read`, and when refused, there are none.
+      expect(await t.store.takeSlots([cls('check', 2)], 'c')).toEqual({ ok: true });
+      const refused = await t.store.takeSlots([cls('search', 1)], 'd', read);
+      expect(refused).toMatchObject({ ok: false, name: 'search' });
+      expect('states' in refused).toBe(false);
+      expect(await t.store.limiterState([cls('search', 2)])).toEqual([
+        { name: 'search', used: 1, pausedForMs: 0 },
+      ]);
+    });
+
     it('says when the oldest slot leaves the window, and frees it then', async () => {
       expect((await t.store.takeSlots([cls('check', 1)], 'a')).ok).toBe(true);
       await t.h.pass(100);

@@ -114,10 +114,11 @@ export class MemorySlotStore implements SlotStore {
     private readonly writes: WriteCounter,
   ) {}
 
-  async takeSlots(classes: LimitClassSpec[], id: string): Promise<TakeResult> {
+  async takeSlots(classes: LimitClassSpec[], id: string, read?: LimitClassSpec[]): Promise<TakeResult> {
     const result = this.logs.take(classes, id);
     this.writes.wrote();
-    return result;
+    if (!result.ok || !read) return result;
+    return { ok: true, states: this.logs.state([...limitClasses(classes), ...read]) };
   }
 
   async returnSlots(classNames: string[], id: string): Promise<void> {

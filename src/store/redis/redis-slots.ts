@@ -5,20 +5,38 @@
 import type { LimitClassSpec, LimitClassState, SlotStore, TakeResult } from '../slot-store.ts';
 import { isNoPause, limitClasses, ttlOf, uniqueStrings } from '../store-util.ts';
 import type { RedisLink } from './link.ts';
-import { LIMITER_STATE, PAUSE_CLASS, TAKE_SLOTS } from './slot-scripts.ts';
+import { LIMITER_STATE, PAUSE_CLASS, TAKE_SLOTS, TAKE_SLOTS_READ } from './slot-scripts.ts';
 
 export class RedisSlots implements SlotStore {
   constructor(private readonly link: RedisLink) {}
 
-  async takeSlots(classes: LimitClassSpec[], id: string): Promise<TakeResult> {
+  async takeSlots(classes: LimitClassSpec[], id: string, read?: LimitClassSpec[]): Promise<TakeResult> {
     const specs = limitClasses(classes);
-    if (specs.length === 0) return { ok: true };
-    const args: (string | number)[] = [id];
+    if (!read) {
+      if (specs.length === 0) return { ok: true };
+      const args: (string | number)[] = [id];
+      for (const spec of specs) args.push(spec.limit, Math.ceil(spec.windowMs));
+      const keys = this.classKeys(specs.map((s) => s.name));
+      const reply = (await this.link.script(TAKE_SLOTS, keys, args)) as number[];
+      if (reply[0] === 1) return { ok: true };
+      return { ok: false, name: specs[Number(reply[1]) - 1]!.name, retryAfterMs: Number(reply[2]) };
+    }
+    const args: (string | number)[] = [id, specs.length];
     for (const spec of specs) args.push(spec.limit, Math.ceil(spec.windowMs));
-    const keys = this.classKeys(specs.map((s) => s.name));
-    const reply = (await this.link.script(TAKE_SLOTS, keys, args)) as number[];
-    if (reply[0] === 1) return { ok: true };
-    return { ok: false, name: specs[Number(reply[1]) - 1]!.name, retryAfterMs: Number(reply[2]) };
+    for (const spec of read) args.push(Math.ceil(ttlOf(spec.windowMs, 'windowMs')));
+    const all = [...specs, ...read];
+    const keys = this.classKeys(all.map((s) => s.name));
+    const reply = (await this.link.script(TAKE_SLOTS_READ, keys, args)) as number[];
+    if (reply[0] !== 1)
+      return { ok: false, name: specs[Number(reply[1]) - 1]!.name, retryAfterMs: Number(reply[2]) };
+    return {
+      ok: true,
+      states: all.map((c, i) => ({
+        name: c.name,
+        used: Number(reply[1 + 2 * i]),
+        pausedForMs: Number(reply[2 + 2 * i]),
+      })),
+    };
   }
 
   async returnSlots(classNames: string[], id: string): Promise<void> {

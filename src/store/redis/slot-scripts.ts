@@ -42,6 +42,60 @@ return {1}
 `,
 );
 
+/**
+ * TAKE_SLOTS, then the state of every class taken and of the classes only read, in one round
+ * trip (the governor's take; the answer's X-RateLimit-* and the upstream-minute cap use them).
+ * KEYS: w1, p1, ... for the n classes taken, then w, p of each class read.
+ * ARGV: id, n, limit1, window1, ..., limitn, windown, then the window of each class read.
+ * Returns {0, index of the class that frees up last (1-based), retryAfterMs} as TAKE_SLOTS does,
+ * or {1, used1, pausedFor1, used2, pausedFor2, ...} over the classes taken, then those read.
+ */
+export const TAKE_SLOTS_READ: LuaScript = lua(
+  'takeSlotsRead',
+  `${NOW}
+local id = ARGV[1]
+local n = tonumber(ARGV[2])
+local worst, worstWait = 0, 0
+local waits = {}
+for i = 1, n do
+  local w, p = KEYS[2 * i - 1], KEYS[2 * i]
+  local limit, window = tonumber(ARGV[2 * i + 1]), tonumber(ARGV[2 * i + 2])
+  redis.call('ZREMRANGEBYSCORE', w, '-inf', now - window)
+  local wait = redis.call('PTTL', p)
+  if wait < 0 then wait = 0 end
+  waits[i] = wait
+  local used = redis.call('ZCARD', w)
+  if used >= limit and not redis.call('ZSCORE', w, id) then
+    local free = window
+    if limit > 0 then
+      local e = redis.call('ZRANGE', w, used - limit, used - limit, 'WITHSCORES')
+      free = tonumber(e[2]) + window - now
+    end
+    if free > wait then wait = free end
+  end
+  if wait > worstWait then worst, worstWait = i, wait end
+end
+if worst > 0 then return {0, worst, worstWait} end
+local out = {1}
+for i = 1, n do
+  local w, window = KEYS[2 * i - 1], ARGV[2 * i + 2]
+  redis.call('ZADD', w, now, id)
+  redis.call('PEXPIRE', w, window)
+  out[#out + 1] = redis.call('ZCARD', w)
+  out[#out + 1] = waits[i]
+end
+for j = n + 1, #KEYS / 2 do
+  local w, p = KEYS[2 * j - 1], KEYS[2 * j]
+  local since = string.format('(%.0f', now - tonumber(ARGV[2 * n + 2 + (j - n)]))
+  out[#out + 1] = redis.call('ZCOUNT', w, since, '+inf')
+  local left = redis.call('PTTL', p)
+  if left < 0 then left = 0 end
+  out[#out + 1] = left
+end
+return out
+`,
+);
+
 /** KEYS: pause key. ARGV: durationMs. Never shortens a longer pause. */
 export const PAUSE_CLASS: LuaScript = lua(
   'pauseClass',
