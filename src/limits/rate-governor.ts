@@ -40,6 +40,12 @@ export type { Denial, Permit } from './permit.ts';
 export type { GovernorStore, SlotStore } from './slot-fallback.ts';
 export type { DenialReason } from './wait-stats.ts';
 
+/**
+ * How old what a take answered (or a headroom read) may be when it stands in for a read: another
+ * replica's starts since are missed for at most this long (the headroom memo's bound too).
+ */
+const TAKE_STATES_MAX_AGE_MS = 200;
+
 interface Waiter extends LineWaiter {
   readonly id: string;
   readonly classes: LimitClassName[];
@@ -50,6 +56,8 @@ interface Waiter extends LineWaiter {
   detach?: () => void;
   /** The store classes of the latest take (what a permit gives back). */
   specs?: ClassSpec[];
+  /** The logs' states the granted take answered (its own classes, the minute log). */
+  states?: LimitClassState[];
   done: boolean;
 }
 
@@ -79,7 +87,12 @@ export class RateGovernor {
   private readonly weights = new Map<string, number>();
   private keyInFlight = 0;
   /** X-RateLimit-* per app and route, kept 200 ms unless something changes here. */
-  private readonly headroomMemo = new HeadroomMemo(200);
+  private readonly headroomMemo = new HeadroomMemo(TAKE_STATES_MAX_AGE_MS);
+  /** Per permit, what its take answered of the logs, with the epoch and time of its grant. */
+  private readonly seen = new WeakMap<
+    Permit,
+    { states: ReadonlyMap<string, LimitClassState>; epoch: number; at: number }
+  >();
   private seq = 0;
   private closed = false;
 
@@ -268,16 +281,24 @@ export class RateGovernor {
     headers: Record<string, string | undefined>,
     errorCode?: string,
     app?: string,
+    of?: Permit,
   ): Promise<void> {
     const before = this.headroomMemo.changed();
     const classes = routeClasses(route);
     const reads = app === undefined ? null : this.book.headroomReads(app, classes);
-    const read = await this.follower.observe(route, status, headers, errorCode, reads ?? []);
+    // What the call's own take answered, while nothing else changed here since and it is recent:
+    // then neither the minute log nor the headroom needs a read of its own (TAKE_SLOTS_READ).
+    const seen = of ? this.seen.get(of) : undefined;
+    const now = this.clock.now();
+    const known =
+      seen && seen.epoch + 1 === before && now - seen.at <= TAKE_STATES_MAX_AGE_MS ? seen.states : undefined;
+    const read = await this.follower.observe(route, status, headers, errorCode, reads ?? [], known);
     const after = this.headroomMemo.changed();
     if (app === undefined || !reads || !read || after !== before + 1) return;
     // Nothing else changed here while the logs were read: they hold what headroomFor would read.
     const h = this.book.headroomForFrom(app, classes, read);
-    if (h !== undefined) this.headroomMemo.set(`${app}\u0000${route}`, this.clock.now(), h, after);
+    const at = read === known && seen ? seen.at : now;
+    if (h !== undefined) this.headroomMemo.set(`${app}\u0000${route}`, at, h, after);
   }
 
   /** What the app may still use now, per class (for X-RateLimit-* on the gateway's answers). */
@@ -448,8 +469,17 @@ export class RateGovernor {
     let soonestMs = Number.POSITIVE_INFINITY;
     for (;;) {
       w.specs = this.book.specsFor(w, atOnce);
-      const result = await this.slots.takeSlots(w.specs, w.id);
-      if (result.ok) return null;
+      // The minute log too when this call does not take it (its answer may still move the cap).
+      const minute = w.classes.includes('key') ? null : this.book.activeMinuteCap(this.clock.now());
+      const result = await this.slots.takeSlots(
+        w.specs,
+        w.id,
+        minute ? [this.book.minuteCapSpec(minute)] : [],
+      );
+      if (result.ok) {
+        w.states = result.states;
+        return null;
+      }
       const cls: StoreClass = decodeStoreClass(result.name) ?? { kind: 'class', cls: w.classes[0] ?? 'key' };
       if (cls.kind === 'class' && atOnce.delete(cls.cls)) {
         // Down to its reserve: pacing engages for this class until its log frees a slot.
@@ -467,7 +497,7 @@ export class RateGovernor {
   }
 
   private grant(w: Waiter): Permit {
-    this.headroomMemo.changed();
+    const epoch = this.headroomMemo.changed();
     const now = this.clock.now();
     const waitedMs = Math.max(0, now - w.enqueuedAt);
     const specs = w.specs ?? this.book.specsFor(w);
@@ -484,7 +514,7 @@ export class RateGovernor {
       for (const line of this.lines.values())
         if (line.queue.classes.some((c) => classes.includes(c))) wake(line);
     };
-    return permit(
+    const granted = permit(
       waitedMs,
       w.classes,
       async (sentUpstream) => {
@@ -500,6 +530,12 @@ export class RateGovernor {
         await giveBack(back, classes);
       },
     );
+    if (w.states) {
+      const states = new Map<string, LimitClassState>();
+      for (const s of w.states) states.set(s.name, s);
+      this.seen.set(granted, { states, epoch, at: now });
+    }
+    return granted;
   }
 
   private async giveBack(w: Waiter): Promise<void> {

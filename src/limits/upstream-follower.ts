@@ -99,6 +99,17 @@ export function countedAfterAll(
   return { ...cap, limit: cap.limit + 1, uncounted: uncounted - 1 };
 }
 
+/** The states of these logs, by name (one store read). */
+async function readStates(store: SlotStore, specs: LimitClassSpec[]): Promise<Map<string, LimitClassState>> {
+  const states = await store.limiterState(specs);
+  const out = new Map<string, LimitClassState>();
+  specs.forEach((spec, i) => {
+    const s = states[i];
+    if (s) out.set(spec.name, s);
+  });
+  return out;
+}
+
 export function encodeLimitsChange(from: string, change: LimitsChange): string {
   return JSON.stringify({ from, ...change });
 }
@@ -155,6 +166,9 @@ export class UpstreamFollower {
    * Applies one upstream answer here, shares what changed (off the caller's path), and wakes the
    * lines. `alsoRead`: logs the caller wants read in the same round trip as the minute log (the
    * answer's X-RateLimit-*); their states are returned, by name, when that read was made.
+   * `known`: states the caller read itself since the call started (its take, at most a moment
+   * ago); when they hold the minute log and every log of `alsoRead`, nothing is read. A minute
+   * log counted then holds no start made since, so the cap it gives is no larger than one read now.
    */
   async observe(
     route: RouteName,
@@ -162,12 +176,13 @@ export class UpstreamFollower {
     headers: Record<string, string | undefined>,
     errorCode?: string,
     alsoRead: readonly LimitClassSpec[] = [],
-  ): Promise<Map<string, LimitClassState> | null> {
+    known?: ReadonlyMap<string, LimitClassState>,
+  ): Promise<ReadonlyMap<string, LimitClassState> | null> {
     const { store, book } = this.o;
     const now = this.o.clock.now();
     const signals = readUpstreamSignals(status, headers, now, this.signalOptions, errorCode);
     let change: LimitsChange | null = null;
-    let read: Map<string, LimitClassState> | null = null;
+    let read: ReadonlyMap<string, LimitClassState> | null = null;
     if (signals.keyLimit !== undefined && book.followKeyLimit(signals.keyLimit)) {
       change = { keyLimit: book.keyLimit };
     }
@@ -182,12 +197,7 @@ export class UpstreamFollower {
           windowMs: book.minuteCapWindowMs(),
         };
         const specs = [minute, ...alsoRead.filter((s) => s.name !== minute.name)];
-        const states = await store.limiterState(specs);
-        read = new Map();
-        specs.forEach((spec, i) => {
-          const s = states[i];
-          if (s) read?.set(spec.name, s);
-        });
+        read = known && specs.every((s) => known.has(s.name)) ? known : await readStates(store, specs);
         const state = read.get(minute.name);
         const inFlight = this.o.keyCallsInFlight();
         const limit = minuteCapLimit({

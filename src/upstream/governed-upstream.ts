@@ -91,7 +91,7 @@ export class GovernedUpstream {
     const code = res.status >= 400 ? errorCodeOf(res.body) : undefined;
     this.options.observer?.answered(req.route, res.status, code, res.durationMs / 1000);
     await this.governor
-      .observe(req.route, res.status, res.headers, res.status === 429 ? code : undefined, req.app)
+      .observe(req.route, res.status, res.headers, res.status === 429 ? code : undefined, req.app, permit)
       .catch((error: unknown) => this.options.onError?.(error));
     const unspent = req.unspent?.(res) ?? [];
     if (unspent.length > 0)

@@ -704,6 +704,56 @@ describe('headroom', () => {
     expect((await governor.headroom('crm')).key).toMatchObject({ limit: 60, remaining: 2 });
   });
 
+  it('observe(..., app, permit) right after its take reads nothing: the take answered the minute log and the headroom', async () => {
+    const clock = new ManualClock();
+    const memory = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+    const reads: string[][] = [];
+    const store = Object.create(memory) as Store;
+    store.limiterState = (specs) => {
+      reads.push(specs.map((s) => s.name));
+      return memory.limiterState(specs);
+    };
+    const governor = new RateGovernor({ store, clock: manualTime(clock).governorClock, random: () => 0 });
+    governors.push(governor);
+    const reset = Math.floor(clock.now() / 1000) + 30;
+    const answer = (remaining: number) => ({
+      'X-RateLimit-Remaining': String(remaining),
+      'X-RateLimit-Reset': String(reset),
+    });
+    // The first answer of the minute sets the cap (its log was never taken: read).
+    const first = asPermit(await governor.acquire({ app: 'crm', route: 'company' }));
+    await governor.observe('company', 200, answer(10), undefined, 'crm', first);
+    await first.release(true);
+    expect(reads.flat()).toContain(`key~${reset * 1000}`);
+    const cap0 = await governor.headroomFor('crm', 'company');
+    reads.length = 0;
+
+    // The next call takes the minute log too; its answer needs no read at all.
+    const p = asPermit(await governor.acquire({ app: 'crm', route: 'company' }));
+    await governor.observe('company', 200, answer(9), undefined, 'crm', p);
+    await p.release(true);
+    expect(reads).toEqual([]);
+    const h = await governor.headroomFor('crm', 'company');
+    expect(reads).toEqual([]);
+    // 1 logged (this call) - 0 others in flight + 9 left: the cap stays at 10; one less remains.
+    expect(h).toEqual({ ...(await governor.headroom('crm')).key, limitClass: 'key' });
+    expect([cap0?.remaining, h?.remaining]).toEqual([10, 9]);
+
+    // A call granted here meanwhile: what the take answered may miss it, so the logs are read.
+    const q = asPermit(await governor.acquire({ app: 'crm', route: 'company' }));
+    const other = asPermit(await governor.acquire({ app: 'crm', route: 'company' }));
+    reads.length = 0;
+    await governor.observe('company', 200, answer(8), undefined, 'crm', q);
+    expect(reads).toHaveLength(1);
+    // And so when the take is older than the headroom memo's bound.
+    const r = asPermit(await governor.acquire({ app: 'crm', route: 'company' }));
+    clock.advance(201);
+    reads.length = 0;
+    await governor.observe('company', 200, answer(6), undefined, 'crm', r);
+    expect(reads).toHaveLength(1);
+    for (const done of [q, other, r]) await done.release(true);
+  });
+
   it("observe(..., app) reads the app's headroom with the minute log: the answer's X-RateLimit-* need no read of their own", async () => {
     const clock = new ManualClock();
     const memory = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
