@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { StateStore } from '../store/store.ts';
+import { NotLeader } from '../upstream/governed-upstream.ts';
 import { keepAlive } from './lease.ts';
 
 export interface SharedAnswer {
@@ -71,8 +72,9 @@ export class Coalescer {
   async run<T>(
     key: string,
     deadline: number,
-    call: () => Promise<T>,
+    call: (lead: Promise<boolean> | null) => Promise<T>,
     parkable: (outcome: T) => SharedAnswer | null,
+    options: { early?: boolean } = {},
   ): Promise<CoalesceResult<T>> {
     const local = this.inflight.get(key) as Promise<T> | undefined;
     if (local) return { answer: await local, follower: true };
@@ -86,6 +88,15 @@ export class Coalescer {
     this.inflight.set(key, shared);
     try {
       let owner: string | null = null;
+      if (this.options.distributed && options.early) {
+        // The lock is asked for without waiting: `call` waits for it only before the call is
+        // sent (its rate slot is taken meanwhile, and given back if another replica leads).
+        const early = await this.leadEarly(key, call, parkable);
+        if ('answer' in early) {
+          resolveShared(early.answer);
+          return { answer: early.answer, follower: false };
+        }
+      }
       if (this.options.distributed) {
         // The store down: coalesce in this process only (the charge gate still guards money).
         const remote = await this.followRemote(key, deadline).catch(() => ({ owner: null }));
@@ -95,7 +106,7 @@ export class Coalescer {
         }
         owner = remote.owner;
       }
-      const answer = await this.lead(key, owner, call, parkable);
+      const answer = await this.lead(key, owner, () => call(null), parkable);
       resolveShared(answer);
       return { answer, follower: false };
     } catch (err) {
@@ -104,6 +115,48 @@ export class Coalescer {
     } finally {
       this.inflight.delete(key);
     }
+  }
+
+  /**
+   * Leads with the cross-replica lock asked for alongside the call's own first steps (a free
+   * read: nothing before its rate slot costs anything). The answer when this replica led (or the
+   * store could not be reached: in-process only); `{ follow: true }` when the lock was taken by
+   * another replica and `call` stopped before sending (NotLeader): the caller follows it.
+   */
+  private async leadEarly<T>(
+    key: string,
+    call: (lead: Promise<boolean> | null) => Promise<T>,
+    parkable: (outcome: T) => SharedAnswer | null,
+  ): Promise<{ answer: T } | { follow: true }> {
+    const { store, clock } = this.options;
+    const leaseMs = this.options.leaseMs ?? 10_000;
+    const owner = randomUUID();
+    const lock = `coalesce:lock:${key}`;
+    let lease = null as { stop(): void } | null;
+    const locked = store.acquireLock(lock, owner, leaseMs).then(
+      (ok) => {
+        if (ok)
+          lease = keepAlive(clock, Math.max(1, Math.floor(leaseMs / 3)), () =>
+            store.renewLock(lock, owner, leaseMs),
+          );
+        return ok;
+      },
+      () => null, // the store down: coalesce in this process only
+    );
+    let answer: T;
+    try {
+      answer = await call(locked.then((ok) => ok !== false));
+    } catch (err) {
+      const ok = await locked;
+      lease?.stop();
+      if (ok) await store.releaseLock(lock, owner).catch(() => {});
+      if (err instanceof NotLeader && ok === false) return { follow: true };
+      throw err;
+    }
+    const ok = await locked;
+    if (ok !== true) return { answer };
+    this.handOver(key, owner, answer, parkable, lease);
+    return { answer };
   }
 
   private async lead<T>(
@@ -127,19 +180,32 @@ export class Coalescer {
       await store.releaseLock(`coalesce:lock:${key}`, owner).catch(() => {});
       throw err;
     }
-    // The answer is parked for other replicas' followers and the lead released after this
-    // leader's own client has it (two store round trips off its path); the lock stays held
-    // until the answer is parked, so a follower never finds neither.
+    this.handOver(key, owner, answer, parkable, lease);
+    return answer;
+  }
+
+  /**
+   * The answer is parked for other replicas' followers and the lead released after this
+   * leader's own client has it (two store round trips off its path); the lock stays held until
+   * the answer is parked, so a follower never finds neither.
+   */
+  private handOver<T>(
+    key: string,
+    owner: string,
+    answer: T,
+    parkable: (outcome: T) => SharedAnswer | null,
+    lease: { stop(): void } | null,
+  ): void {
+    const { store } = this.options;
     const parked = parkable(answer);
     const handOver = (async () => {
       if (parked && parked.body.length <= this.maxParkBytes) {
         await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).catch(() => {});
       }
-      lease.stop();
+      lease?.stop();
       await store.releaseLock(`coalesce:lock:${key}`, owner).catch(() => {});
     })().finally(() => this.handOvers.delete(handOver));
     this.handOvers.add(handOver);
-    return answer;
   }
 
   /** Resolves when every finished lead has parked its answer and released its lock (shutdown, tests). */

@@ -59,4 +59,6 @@ export interface AcquireRequest {
    * cold skips `check`); it then waits only for the others. Never `key` for a key-spending call.
    */
   skip?: LimitClassName[];
+  /** When this resolves false the request leaves the queue (reason `aborted`): it is not needed. */
+  needed?: Promise<boolean>;
 }

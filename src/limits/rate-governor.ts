@@ -254,6 +254,12 @@ export class RateGovernor {
       this.afterLeave(waiter);
       return this.deny(waiter.app, verdict.limit, verdict.retryAfterMs, verdict.reason);
     }
+    request.needed?.then(
+      (needed) => {
+        if (!needed) this.finish(waiter, this.deny(waiter.app, primary, 0, 'aborted'));
+      },
+      () => {},
+    );
     if (request.signal) {
       const signal = request.signal;
       const onAbort = () => this.finish(waiter, this.deny(waiter.app, primary, 0, 'aborted'));

@@ -55,6 +55,11 @@ export interface RequestContext {
   idempotencyKey?: string;
   /** upstream: ms (clock) when the first attempt started. */
   startedAt?: number;
+  /**
+   * coalesce: resolves whether this request leads the call across replicas (its lock was asked
+   * for without waiting); the upstream stage waits for it before the call is sent.
+   */
+  lead?: Promise<boolean>;
   /** retry: the attempt being made (0 = first). */
   attempt?: number;
   /** retry/upstream: the deadline of the attempts once the first started (queue time excluded). */

@@ -15,6 +15,17 @@ import {
   type UpstreamResponse,
 } from './upstream-client.ts';
 
+/**
+ * Another replica leads this call (GovernedRequest.lead resolved false): nothing was sent, any
+ * slot taken meanwhile was given back; the caller follows that replica's answer.
+ */
+export class NotLeader extends Error {
+  constructor() {
+    super('another replica leads this call');
+    this.name = 'NotLeader';
+  }
+}
+
 /** The governor refused to start the call (deadline, app cap, pause, client gone, shutdown). */
 export class QueueRefusal extends Error {
   constructor(readonly denial: Denial) {
@@ -35,6 +46,11 @@ export interface GovernedRequest extends UpstreamRequest {
   onStart?: () => void;
   /** Classes this call is known not to spend (AcquireRequest.skip). */
   skip?: LimitClassName[];
+  /**
+   * Whether this call leads across replicas, asked for alongside the rate slot: the call is sent
+   * only once it resolves true; false gives the slot back and throws NotLeader.
+   */
+  lead?: Promise<boolean>;
   /** Classes the answer shows the upstream did not count (their slots are given back). */
   unspent?: (res: UpstreamResponse) => LimitClassName[];
 }
@@ -77,7 +93,12 @@ export class GovernedUpstream {
       maxWaitMs: req.maxWaitMs,
       signal: req.queueSignal ?? req.signal,
       skip: req.skip,
+      needed: req.lead,
     });
+    if (req.lead && !(await req.lead)) {
+      if (permit.ok) await permit.release(false).catch((error: unknown) => this.options.onError?.(error));
+      throw new NotLeader();
+    }
     if (!permit.ok) throw new QueueRefusal(permit);
     req.onStart?.();
     let res: UpstreamResponse;

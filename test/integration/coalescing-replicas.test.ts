@@ -45,6 +45,37 @@ describe('two replicas on one Redis', () => {
     expect(charged.reduce((a, b) => a + b, 0)).toBe(9900);
   });
 
+  it('12 identical free reads (no-cache) split over two replicas: one upstream call, one key slot kept', async (ctx) => {
+    if (!replicas) ctx.skip();
+    // A free read asks for the cross-replica lead alongside its rate slot: a replica that finds
+    // the lead taken gives its slot back and follows the leader's answer.
+    const admin = { authorization: `Bearer ${h.adminToken}` };
+    const keyUsed = async () => {
+      const state = (await (await fetch(`${h.gateway.url}/admin/limits`, { headers: admin })).json()) as {
+        classes: Array<{ name: string; used: number }>;
+      };
+      return state.classes.find((c) => c.name === 'key')?.used ?? -1;
+    };
+    const path = '/v1/banks/044525225';
+    const before = await keyUsed();
+    const callsBefore = ((await h.emu('/requests?route=bank')) as { requests: unknown[] }).requests.length;
+    await h.emu('/faults', { route: 'bank', count: 1, latency_ms: 300 });
+    const urls = [h.gateway.url, second.url];
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        fetch(`${urls[i % 2]}${path}`, {
+          headers: { authorization: `Bearer ${h.tokens.alpha}`, 'cache-control': 'no-cache' },
+        }),
+      ),
+    );
+    for (const r of results) expect(r.status).toBe(200);
+    expect(new Set(await Promise.all(results.map((r) => r.text()))).size).toBe(1);
+    const calls = ((await h.emu('/requests?route=bank')) as { requests: unknown[] }).requests.length;
+    expect(calls - callsBefore).toBe(1);
+    expect(results.filter((r) => r.headers.get('x-cache') === 'COALESCED')).toHaveLength(11);
+    expect((await keyUsed()) - before).toBe(1);
+  });
+
   it('the admin API purges a company from the shared cache for every replica', async (ctx) => {
     if (!replicas) ctx.skip();
     const [inn] = knownInns(1, 1100);

@@ -573,6 +573,26 @@ describe('leaving the queue', () => {
     expect(await used(governor)).toMatchObject({ check: 0 });
   });
 
+  it('a request no longer needed (another replica leads its call) leaves the queue at once', async () => {
+    const { governor, advance } = setup({ classes: { check: { limit: 1 } } });
+    asPermit(await governor.acquire({ app: 'crm', route: 'check_create' }));
+    let settle!: (needed: boolean) => void;
+    const needed = new Promise<boolean>((resolve) => {
+      settle = resolve;
+    });
+    const waiting = governor.acquire({ app: 'crm', route: 'check_create', maxWaitMs: 120_000, needed });
+    await flush();
+    expect((await governor.state()).apps.find((a) => a.name === 'crm')?.waiting).toBe(1);
+    settle(false);
+    expect(await waiting).toMatchObject({ ok: false, reason: 'aborted' });
+    expect((await governor.state()).apps.find((a) => a.name === 'crm')?.waiting).toBe(0);
+    await advance(61_000);
+    expect(await used(governor)).toMatchObject({ check: 0 });
+    // Needed after all: it waits as any other request.
+    const kept = governor.acquire({ app: 'crm', route: 'check_create', needed: Promise.resolve(true) });
+    expect(await kept).toMatchObject({ ok: true });
+  });
+
   it('an already aborted signal is refused without touching the store', async () => {
     const { governor } = setup();
     expect(await governor.acquire({ app: 'crm', route: 'me', signal: AbortSignal.abort() })).toMatchObject({

@@ -18,8 +18,18 @@ export const coalesce: StageFactory = (deps) => {
   const join = async (ctx: RequestContext, next: () => Promise<Outcome>, round: number): Promise<Outcome> => {
     const key = coalesceKey(ctx);
     if (key === null) return next();
-    const { answer, follower } = await deps.coalescer.run<Outcome>(key, ctx.deadline, next, (o) =>
-      isRefusal(o) ? null : o,
+    // A free read asks for the cross-replica lead alongside its rate slot (one round trip, not
+    // two); a charged one first, before it opens a charge or takes a company's lock.
+    const early = ctx.route.method === 'GET' && ctx.route.charge === null;
+    const { answer, follower } = await deps.coalescer.run<Outcome>(
+      key,
+      ctx.deadline,
+      (lead) => {
+        ctx.lead = lead ?? undefined;
+        return next();
+      },
+      (o) => (isRefusal(o) ? null : o),
+      { early },
     );
     if (!follower) return answer;
     if (isRefusal(answer as Outcome)) {

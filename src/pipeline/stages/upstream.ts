@@ -54,6 +54,7 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
       timeoutMs: Math.min(ctx.timeoutMs, attempt === 0 ? ctx.timeoutMs : remaining),
       signal: survivesClient(ctx) ? undefined : ctx.signal,
       skip,
+      lead: ctx.lead,
       unspent: (r) => unspentBy(ctx.route.name, r),
     });
     await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
