@@ -1,8 +1,8 @@
 // What a pass-through (Cache-Control: no-cache) waits for before its answer, over real HTTP
-// (docs/performance.md "Pass-through"): a free read (bank record, suggest) is answered before its
-// cache entry is written, and the entry is there right after; a charged read (a dossier) is
-// answered only once its entry is stored, so a read right after it never pays again. The store's
-// cacheSet is held back by the test to tell the two orders apart.
+// (docs/performance.md "Pass-through"): a free read (bank record, suggest, a dossier inside its
+// window) is answered before its cache entry is written, and the entry is there right after; a
+// charged read (a new dossier) is answered only once its entry is stored, so a read right after it
+// never pays again. The store's cacheSet is held back by the test to tell the two orders apart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore } from '../../src/store/create-store.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -78,5 +78,18 @@ describe('pass-through: what the answer waits for', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-cache')).toBe('MISS');
     expect(Number(res.headers.get('x-charged-minor'))).toBeGreaterThan(0);
+
+    // Inside the window that read opened a read is free: answered before its entry is written.
+    holdWrites();
+    held.length = 0;
+    const again = await within(
+      2_000,
+      h.call('alpha', `/v1/companies/${inn}`, { headers: { 'cache-control': 'no-cache' } }),
+    );
+    expect(again).not.toBe('pending');
+    expect((again as Response).headers.get('x-charged-minor')).toBe('0');
+    await (again as Response).text();
+    await expect.poll(() => held.some((k) => k.includes(inn))).toBe(true);
+    release();
   });
 });

@@ -60,13 +60,27 @@ export const cache: StageFactory = (deps) => async (ctx, next) => {
   if (isRefusal(out)) return out;
   if (ctx.cache !== 'COALESCED') {
     // A free read is stored after its answer is written (a read before that is one more free
-    // call); a charged route's entry is stored first, so a read right after it never pays again.
-    if (ctx.route.charge === null) deps.cache.saveLater(creq, out);
+    // call). Any other answer is stored first, so a read right after it never pays again.
+    if (freeRead(ctx, deps)) deps.cache.saveLater(creq, out);
     else await deps.cache.save(creq, out);
     ctx.cache = 'MISS';
   }
   return { ...out, headers: { ...out.headers, age: '0' } };
 };
+
+/** The window must stay open this long after the answer for its entry to be stored after it. */
+const DEFER_SAVE_MIN_WINDOW_MS = 1_000;
+
+/**
+ * A read whose repetition costs nothing: a free route, or a read an open window covered that
+ * cost nothing and whose window stays open (upstream, no margin) for at least a second more.
+ */
+function freeRead(ctx: RequestContext, deps: PipelineDeps): boolean {
+  if (ctx.route.charge === null) return true;
+  const need = ctx.shape?.covered;
+  if (ctx.covered !== true || ctx.chargedMinor !== 0 || !need || !ctx.windows) return false;
+  return deps.windows.expiry(ctx.windows, need) - deps.clock.now() >= DEFER_SAVE_MIN_WINDOW_MS;
+}
 
 function served(ctx: RequestContext, deps: PipelineDeps, entry: CacheEntry, status: 'HIT' | 'STALE'): Answer {
   const acceptEncoding = ctx.headers['accept-encoding'];

@@ -180,12 +180,16 @@ export const derive: StageFactory = (deps) => {
     }
     const out = await next();
     if (isRefusal(out) || out.status !== 200 || ctx.cache === 'COALESCED') return out;
+    const failed = (err: unknown) =>
+      deps.logger.warn({ err: (err as Error).message }, 'section/dossier comparison failed');
     try {
-      if (name === 'company') await afterDossier(ctx, inn, out.body);
+      // A dossier's comparison with the sections of its window changes nothing in its answer:
+      // made after it (the section reads, one store round trip, are off its path).
+      if (name === 'company') void afterDossier(ctx, inn, out.body).catch(failed);
       else if (section && isSectionName(section) && firstPage)
         await afterSection(ctx, inn, section, out.body);
     } catch (err) {
-      deps.logger.warn({ err: (err as Error).message }, 'section/dossier comparison failed');
+      failed(err);
     }
     return out;
   };
