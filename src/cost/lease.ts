@@ -30,5 +30,8 @@ export function keepAlive(
       }
     }
   })();
-  return { stop: () => controller.abort() };
+  return { stop: () => controller.abort(STOPPED) };
 }
+
+/** Why a lease's sleep ends (a reason given, so abort() builds no DOMException for each call). */
+const STOPPED = Object.freeze({ name: 'LeaseStopped', message: 'the lease is no longer needed' });
