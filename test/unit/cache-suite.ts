@@ -91,6 +91,24 @@ export function runResponseCacheSuite(
         expect((hit as { entry: CacheEntry }).entry.storedAt).toBe(saved!.storedAt);
       });
 
+      it('the same body stored again reuses its compressed copy: stored compressed at once, nothing compressed', async () => {
+        await savePacked(cache, request('company'), answer(200, dossier));
+        clock.advance(1_000);
+        const again = await cache.save(request('company'), answer(200, Buffer.from(dossier)));
+        expect(again?.encoding).toBe('br'); // no identity copy first, no compression queued
+        const entry = await cache.peek(request('company'));
+        expect(entry?.storedAt).toBe(clock.now());
+        expect(decompressBody(entry!.body, entry!.encoding).equals(dossier)).toBe(true);
+        // One byte different: compressed anew (identity first, as any new body).
+        const other = Buffer.from(dossier);
+        other.write('{"other":1,', 0);
+        const changed = await cache.save(request('company'), answer(200, other));
+        expect(changed?.encoding).toBe('identity');
+        await cache.packed();
+        const repacked = await cache.peek(request('company'));
+        expect(decompressBody(repacked!.body, repacked!.encoding).equals(other)).toBe(true);
+      });
+
       it('a compressed copy never replaces a newer entry, nor brings back a purged one', async () => {
         await cache.save(request('company'), answer(200, dossier));
         clock.advance(1_000);
