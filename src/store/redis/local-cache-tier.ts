@@ -62,9 +62,19 @@ export class LocalCacheTier implements CacheStore {
   }
 
   async cacheSet(key: string, value: Buffer, options: CacheSetOptions): Promise<void> {
-    await this.local.cacheDelete(key);
-    await this.remote.cacheSet(key, value, options);
+    // Here first: a read on this replica while Redis writes finds the new entry, not a miss that
+    // asks Redis (a pass-through's entry is written just after its answer, and the next read of
+    // the same key often comes within that round trip). A failed write leaves neither copy here.
+    const generation = this.generation;
     await this.local.cacheSet(key, value, options);
+    try {
+      await this.remote.cacheSet(key, value, options);
+    } catch (error) {
+      await this.local.cacheDelete(key);
+      throw error;
+    }
+    // Purged meanwhile (the purge may have reached Redis before this write): not kept here.
+    if (generation !== this.generation) await this.local.cacheDelete(key);
   }
 
   async cacheReplace(key: string, expect: Buffer, value: Buffer): Promise<boolean> {
