@@ -197,8 +197,10 @@ export class Coalescer {
     lease: { stop(): void } | null,
   ): void {
     const { store } = this.options;
-    const parked = parkable(answer);
     const handOver = (async () => {
+      // From the next turn of the event loop: the answer is written to this client first.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const parked = parkable(answer);
       if (parked && parked.body.length <= this.maxParkBytes) {
         await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).catch(() => {});
       }

@@ -229,7 +229,8 @@ export class UpstreamFollower {
   }
 
   /**
-   * Sends a change to the other replicas without waiting for it: at most one publish in flight;
+   * Sends a change to the other replicas without waiting for it (from the next turn of the event
+   * loop): at most one publish in flight;
    * changes made meanwhile are merged (the newest of each kind) and sent when it is done. The
    * other replicas keep the newest count they have seen (mergeMinuteCap), so a skipped
    * intermediate cap never leaves them a looser one than they would have had.
@@ -238,6 +239,8 @@ export class UpstreamFollower {
     this.unsent = { ...this.unsent, ...change };
     if (this.sending) return;
     this.sending = (async () => {
+      // From the next turn of the event loop: the answer being observed is written first.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       while (this.unsent) {
         const next = this.unsent;
         this.unsent = null;

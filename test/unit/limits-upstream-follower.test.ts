@@ -257,16 +257,22 @@ describe('UpstreamFollower: two replicas on one store', () => {
     await a.follower.observe('company', 200, { 'X-RateLimit-Limit': '30', ...answer(8) });
     await a.follower.observe('company', 200, answer(7));
     expect(a.book.minuteCap).toMatchObject({ remaining: 7, limit: 7 });
-    expect(sent).toHaveLength(1); // the other two wait for the first, merged
+    expect(sent).toHaveLength(0); // sent from the next turn of the event loop
+    await flush(1);
+    expect(sent).toHaveLength(1); // the first, all three merged (none was sent before)
+    await a.follower.observe('company', 200, answer(6));
+    await flush();
+    expect(sent).toHaveLength(1); // waits for the first, which hangs
     open();
     await a.follower.shared();
     await flush();
     expect(sent).toHaveLength(2);
-    expect(JSON.parse(sent[1]!)).toMatchObject({ keyLimit: 30, minuteCap: { remaining: 7 } });
+    expect(JSON.parse(sent[0]!)).toMatchObject({ keyLimit: 30, minuteCap: { remaining: 7 } });
+    expect(JSON.parse(sent[1]!)).toMatchObject({ minuteCap: { remaining: 6 } });
     expect(b.book.minuteCap).toEqual(a.book.minuteCap);
     expect(b.book.keyLimit).toBe(30);
     // a's own broadcasts came back and were skipped (no change, no error).
-    expect([a.seen.changes, a.seen.errors]).toEqual([3, []]);
+    expect([a.seen.changes, a.seen.errors]).toEqual([4, []]);
   });
 
   it('a lost broadcast is reported and the change still holds here', async () => {
