@@ -185,9 +185,8 @@ export class Coalescer {
   }
 
   /**
-   * The answer is parked for other replicas' followers and the lead released after this
-   * leader's own client has it (two store round trips off its path); the lock stays held until
-   * the answer is parked, so a follower never finds neither.
+   * The answer is parked for other replicas' followers and the lead released, off the answer's
+   * path; the lock stays held until the answer is parked, so a follower never finds neither.
    */
   private handOver<T>(
     key: string,
@@ -197,10 +196,10 @@ export class Coalescer {
     lease: { stop(): void } | null,
   ): void {
     const { store } = this.options;
+    const parked = parkable(answer);
     const handOver = (async () => {
-      // From the next turn of the event loop: the answer is written to this client first.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      const parked = parkable(answer);
+      // Started before this client has its answer (a lock held longer makes the next identical
+      // request follow an answer it did not wait for, after a poll), not awaited by it.
       if (parked && parked.body.length <= this.maxParkBytes) {
         await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).catch(() => {});
       }
