@@ -1,8 +1,9 @@
 // RateGovernor on the memory store with a clock the test moves: exact window arithmetic,
 // pauses in seconds, following X-RateLimit-*, which classes each route spends, per-app caps,
 // weights, deadline refusals that come at once, and callers that leave the queue.
+
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Clock, ManualClock } from '../../src/clock.ts';
+import { ManualClock } from '../../src/clock.ts';
 import {
   type Denial,
   type Permit,
@@ -11,6 +12,7 @@ import {
 } from '../../src/limits/rate-governor.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import { type Store, StoreUnavailableError } from '../../src/store/store.ts';
+import { simulatedTime } from '../helpers/simulated-time.ts';
 
 const flush = async (times = 5) => {
   for (let i = 0; i < times; i++) await new Promise((r) => setImmediate(r));
@@ -21,40 +23,8 @@ const flush = async (times = 5) => {
  * clock past them (or the governor wakes them), one sleeper's end at a time.
  */
 function manualTime(clock: ManualClock) {
-  const pending = new Set<{ until: number; resolve: () => void }>();
-  const sleep = (ms: number, signal?: AbortSignal) =>
-    new Promise<void>((resolve) => {
-      const entry = { until: clock.now() + ms, resolve };
-      if (signal?.aborted) return resolve();
-      const onAbort = () => {
-        pending.delete(entry);
-        resolve();
-      };
-      entry.resolve = () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      pending.add(entry);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  /** Moves the clock to each sleeper's end in turn, letting the governor act at each step. */
-  const advance = async (ms: number) => {
-    const target = clock.now() + ms;
-    await flush();
-    for (;;) {
-      const next = Math.min(target, ...[...pending].map((e) => e.until));
-      if (next > clock.now()) clock.set(next);
-      const due = [...pending].filter((e) => e.until <= clock.now());
-      for (const e of due) {
-        pending.delete(e);
-        e.resolve();
-      }
-      await flush();
-      if (clock.now() >= target && ![...pending].some((e) => e.until <= clock.now())) break;
-    }
-  };
-  const governorClock: Clock = { now: () => clock.now(), sleep };
-  return { governorClock, advance };
+  const { time, advance } = simulatedTime(clock);
+  return { governorClock: time, advance };
 }
 
 let governors: RateGovernor[] = [];
@@ -725,16 +695,7 @@ describe('headroom', () => {
   });
 
   it('observe(..., app, permit) right after its take reads nothing: the take answered the minute log and the headroom', async () => {
-    const clock = new ManualClock();
-    const memory = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
-    const reads: string[][] = [];
-    const store = Object.create(memory) as Store;
-    store.limiterState = (specs) => {
-      reads.push(specs.map((s) => s.name));
-      return memory.limiterState(specs);
-    };
-    const governor = new RateGovernor({ store, clock: manualTime(clock).governorClock, random: () => 0 });
-    governors.push(governor);
+    const { clock, reads, governor } = readCountingGovernor();
     const reset = Math.floor(clock.now() / 1000) + 30;
     const answer = (remaining: number) => ({
       'X-RateLimit-Remaining': String(remaining),
@@ -775,16 +736,7 @@ describe('headroom', () => {
   });
 
   it("observe(..., app) reads the app's headroom with the minute log: the answer's X-RateLimit-* need no read of their own", async () => {
-    const clock = new ManualClock();
-    const memory = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
-    const reads: string[][] = [];
-    const store = Object.create(memory) as Store;
-    store.limiterState = (specs) => {
-      reads.push(specs.map((s) => s.name));
-      return memory.limiterState(specs);
-    };
-    const governor = new RateGovernor({ store, clock: manualTime(clock).governorClock, random: () => 0 });
-    governors.push(governor);
+    const { clock, reads, governor } = readCountingGovernor();
     for (let i = 0; i < 3; i++) asPermit(await governor.acquire({ app: 'crm', route: 'company' }));
     const reset = Math.floor(clock.now() / 1000) + 30;
     const answer = { 'X-RateLimit-Remaining': '10', 'X-RateLimit-Reset': String(reset) };
@@ -804,3 +756,18 @@ describe('headroom', () => {
     expect(reads).toHaveLength(1);
   });
 });
+
+/** A governor on a memory store that records the class names of every limiterState read. */
+function readCountingGovernor(): { clock: ManualClock; reads: string[][]; governor: RateGovernor } {
+  const clock = new ManualClock();
+  const memory = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+  const reads: string[][] = [];
+  const store = Object.create(memory) as Store;
+  store.limiterState = (specs) => {
+    reads.push(specs.map((s) => s.name));
+    return memory.limiterState(specs);
+  };
+  const governor = new RateGovernor({ store, clock: manualTime(clock).governorClock, random: () => 0 });
+  governors.push(governor);
+  return { clock, reads, governor };
+}

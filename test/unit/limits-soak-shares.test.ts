@@ -10,56 +10,17 @@
 // whose search waited for the search class (or its own search share) still counted as waiting for
 // `key`, every other app was held to a key share of 10, and the key class ran at 53-56 a minute.
 import { describe, expect, it } from 'vitest';
-import { type Clock, ManualClock, seededRandom } from '../../src/clock.ts';
+import { ManualClock, seededRandom } from '../../src/clock.ts';
 import { RateGovernor } from '../../src/limits/rate-governor.ts';
 import type { RouteName } from '../../src/route-table.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import { maxInAnyInterval } from '../helpers/intervals.ts';
-
-/** A clock whose sleeps end only when `runUntil` moves it past them, in time order. */
-function simulatedTime(clock: ManualClock) {
-  const pending = new Set<{ until: number; resolve: () => void }>();
-  const sleep = (ms: number, signal?: AbortSignal) =>
-    new Promise<void>((resolve) => {
-      if (signal?.aborted) return resolve();
-      const entry = { until: clock.now() + Math.max(0, ms), resolve };
-      const onAbort = () => {
-        pending.delete(entry);
-        resolve();
-      };
-      entry.resolve = () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      pending.add(entry);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  const flush = async () => {
-    for (let i = 0; i < 4; i++) await new Promise((r) => setImmediate(r));
-  };
-  const runUntil = async (target: number) => {
-    await flush();
-    for (;;) {
-      let next = target;
-      for (const e of pending) if (e.until < next) next = e.until;
-      if (next > clock.now()) clock.set(next);
-      const due = [...pending].filter((e) => e.until <= clock.now());
-      for (const e of due) {
-        pending.delete(e);
-        e.resolve();
-      }
-      await flush();
-      if (clock.now() >= target && ![...pending].some((e) => e.until <= clock.now())) break;
-    }
-  };
-  const time: Clock = { now: () => clock.now(), sleep };
-  return { time, sleep, runUntil };
-}
+import { simulatedTime } from '../helpers/simulated-time.ts';
 
 describe('the soak load in simulated time (three replicas, production limits)', () => {
   it('uses the whole key allowance once apps compete, never more', async () => {
     const clock = new ManualClock(Date.UTC(2026, 0, 15, 9, 0, 17, 300));
-    const { time, sleep, runUntil } = simulatedTime(clock);
+    const { time, sleep, runUntil } = simulatedTime(clock, 4);
     const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
     // Each replica reaches the shared store in 1 ms.
     const replicaStore = () =>

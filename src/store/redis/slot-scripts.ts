@@ -6,21 +6,22 @@
 import { type LuaScript, lua, NOW } from './lua.ts';
 
 /**
- * Sliding-window log. KEYS: w1, p1, w2, p2, ...  ARGV: id, limit1, window1, limit2, window2, ...
- * Returns {1} or {0, index of the class that frees up last (1-based), retryAfterMs}.
+ * The decision of a take, shared by both take scripts: for each of the n classes (KEYS w, p in
+ * pairs; limit and window at ARGV[2i + at], ARGV[2i + at + 1]), drops starts older than the
+ * window and finds how long until the class could take one more (its pause, or its oldest start
+ * in the way leaving). Sets `worst`, `worstWait` (the class that frees up last) and `waits` (each
+ * class's pause left). Writes nothing but the expired starts.
  */
-export const TAKE_SLOTS: LuaScript = lua(
-  'takeSlots',
-  `${NOW}
-local id = ARGV[1]
-local n = #KEYS / 2
-local worst, worstWait = 0, 0
+function decide(at: 0 | 1): string {
+  return `local worst, worstWait = 0, 0
+local waits = {}
 for i = 1, n do
   local w, p = KEYS[2 * i - 1], KEYS[2 * i]
-  local limit, window = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local limit, window = tonumber(ARGV[2 * i + ${at}]), tonumber(ARGV[2 * i + ${at + 1}])
   redis.call('ZREMRANGEBYSCORE', w, '-inf', now - window)
   local wait = redis.call('PTTL', p)
   if wait < 0 then wait = 0 end
+  waits[i] = wait
   local used = redis.call('ZCARD', w)
   if used >= limit and not redis.call('ZSCORE', w, id) then
     local free = window
@@ -32,7 +33,33 @@ for i = 1, n do
   end
   if wait > worstWait then worst, worstWait = i, wait end
 end
-if worst > 0 then return {0, worst, worstWait} end
+`;
+}
+
+/**
+ * Appends the state of class `k` (KEYS w, p at 2k-1, 2k; its window in `window`) to `out`: the
+ * starts in its window, and its pause left in ms. Reads only.
+ */
+function stateOf(k: string, window: string): string {
+  return `  local w, p = KEYS[2 * ${k} - 1], KEYS[2 * ${k}]
+  local since = string.format('(%.0f', now - tonumber(${window}))
+  out[#out + 1] = redis.call('ZCOUNT', w, since, '+inf')
+  local left = redis.call('PTTL', p)
+  if left < 0 then left = 0 end
+  out[#out + 1] = left
+`;
+}
+
+/**
+ * Sliding-window log. KEYS: w1, p1, w2, p2, ...  ARGV: id, limit1, window1, limit2, window2, ...
+ * Returns {1} or {0, index of the class that frees up last (1-based), retryAfterMs}.
+ */
+export const TAKE_SLOTS: LuaScript = lua(
+  'takeSlots',
+  `${NOW}
+local id = ARGV[1]
+local n = #KEYS / 2
+${decide(0)}if worst > 0 then return {0, worst, worstWait} end
 for i = 1, n do
   local w, window = KEYS[2 * i - 1], ARGV[2 * i + 1]
   redis.call('ZADD', w, now, id)
@@ -55,27 +82,7 @@ export const TAKE_SLOTS_READ: LuaScript = lua(
   `${NOW}
 local id = ARGV[1]
 local n = tonumber(ARGV[2])
-local worst, worstWait = 0, 0
-local waits = {}
-for i = 1, n do
-  local w, p = KEYS[2 * i - 1], KEYS[2 * i]
-  local limit, window = tonumber(ARGV[2 * i + 1]), tonumber(ARGV[2 * i + 2])
-  redis.call('ZREMRANGEBYSCORE', w, '-inf', now - window)
-  local wait = redis.call('PTTL', p)
-  if wait < 0 then wait = 0 end
-  waits[i] = wait
-  local used = redis.call('ZCARD', w)
-  if used >= limit and not redis.call('ZSCORE', w, id) then
-    local free = window
-    if limit > 0 then
-      local e = redis.call('ZRANGE', w, used - limit, used - limit, 'WITHSCORES')
-      free = tonumber(e[2]) + window - now
-    end
-    if free > wait then wait = free end
-  end
-  if wait > worstWait then worst, worstWait = i, wait end
-end
-if worst > 0 then return {0, worst, worstWait} end
+${decide(1)}if worst > 0 then return {0, worst, worstWait} end
 local out = {1}
 for i = 1, n do
   local w, window = KEYS[2 * i - 1], ARGV[2 * i + 2]
@@ -85,13 +92,7 @@ for i = 1, n do
   out[#out + 1] = waits[i]
 end
 for j = n + 1, #KEYS / 2 do
-  local w, p = KEYS[2 * j - 1], KEYS[2 * j]
-  local since = string.format('(%.0f', now - tonumber(ARGV[2 * n + 2 + (j - n)]))
-  out[#out + 1] = redis.call('ZCOUNT', w, since, '+inf')
-  local left = redis.call('PTTL', p)
-  if left < 0 then left = 0 end
-  out[#out + 1] = left
-end
+${stateOf('j', 'ARGV[2 * n + 2 + (j - n)]')}end
 return out
 `,
 );
@@ -114,13 +115,7 @@ export const LIMITER_STATE: LuaScript = lua(
   `${NOW}
 local out = {}
 for i = 1, #KEYS / 2 do
-  local w, p = KEYS[2 * i - 1], KEYS[2 * i]
-  local since = string.format('(%.0f', now - tonumber(ARGV[i]))
-  out[#out + 1] = redis.call('ZCOUNT', w, since, '+inf')
-  local left = redis.call('PTTL', p)
-  if left < 0 then left = 0 end
-  out[#out + 1] = left
-end
+${stateOf('i', 'ARGV[i]')}end
 return out
 `,
 );
