@@ -46,6 +46,18 @@ export function timerSleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 export const systemClock: Clock = { now: () => Date.now(), sleep: timerSleep };
 
+/** The reason a sleep is ended early with (sleeps resolve on abort; the reason is never read). */
+const WAKE = Object.freeze({ name: 'Wake', message: 'the sleep was ended early' });
+
+/**
+ * Ends the sleeps waiting on `controller`'s signal. abort() without a reason builds a
+ * DOMException (a stack trace) on every call, even on a controller already aborted; code that
+ * wakes sleepers on every answer or every charged call must not pay for that.
+ */
+export function wakeSleepers(controller: AbortController): void {
+  if (!controller.signal.aborted) controller.abort(WAKE);
+}
+
 interface Sleeper {
   wakeAt: number;
   resolve: () => void;

@@ -1,7 +1,7 @@
 // A lease kept alive while work runs: renew() every `everyMs` on the injected clock until stop().
 // Locks and pending charges of a replica that dies are then freed within one lease (10 s by
 // default), whatever the caller's own wait was; a live caller never loses them mid-call.
-import type { Clock } from '../clock.ts';
+import { type Clock, wakeSleepers } from '../clock.ts';
 
 export interface Lease {
   /** Stops renewing (the holder releases or records separately). */
@@ -30,8 +30,5 @@ export function keepAlive(
       }
     }
   })();
-  return { stop: () => controller.abort(STOPPED) };
+  return { stop: () => wakeSleepers(controller) };
 }
-
-/** Why a lease's sleep ends (a reason given, so abort() builds no DOMException for each call). */
-const STOPPED = Object.freeze({ name: 'LeaseStopped', message: 'the lease is no longer needed' });

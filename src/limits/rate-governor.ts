@@ -16,7 +16,7 @@
 // atomic take, take time or chance from anything but the injected Clock and Random, or hold a slot
 // for a call that never left the gateway once the caller says so (release(false)).
 import { randomUUID } from 'node:crypto';
-import { type Clock, type Random, systemRandom } from '../clock.ts';
+import { type Clock, type Random, systemRandom, wakeSleepers } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
 import type { LimitClassState } from '../store/store.ts';
 import { ClassBook, type Headroom } from './class-book.ts';
@@ -669,10 +669,7 @@ function localModeMessage(local: boolean, cause?: unknown): string {
   return `rate limits: the Store is unreachable (${why}); conservative local rate shares in force`;
 }
 
-/** Why a napping line is woken (a reason given, so abort() builds no DOMException each time). */
-const WOKEN = Object.freeze({ name: 'Woken', message: 'a line is told to look again' });
-
-/** Wakes a line's nap; a line already woken is left as it is (every answer wakes every line). */
+/** Wakes a line's nap (every answer wakes every line). */
 function wake(line: { wake: AbortController }): void {
-  if (!line.wake.signal.aborted) line.wake.abort(WOKEN);
+  wakeSleepers(line.wake);
 }
