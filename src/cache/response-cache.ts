@@ -338,6 +338,28 @@ export class ResponseCache {
     return policy ? this.read(policy.key, req.route) : null;
   }
 
+  /** peek() of several requests in one store read (one round trip for one company's keys). */
+  async peekMany(
+    reqs: ReadonlyArray<Pick<CacheRequest, 'route' | 'params' | 'query'>>,
+  ): Promise<Array<CacheEntry | null>> {
+    const keys = reqs.map((req) => cachePolicy(req.route, req.params, req.query)?.key ?? null);
+    const asked = keys.filter((key): key is string => key !== null);
+    let found: Array<Buffer | null>;
+    try {
+      found = await this.store.cacheGetMany(asked);
+    } catch (error) {
+      for (const req of reqs) this.counters.count(req.route, 'errors');
+      this.onError(error, { op: 'get', key: asked[0] ?? '' });
+      return reqs.map(() => null);
+    }
+    let j = 0;
+    return keys.map((key) => {
+      if (key === null) return null;
+      const bytes = found[j++];
+      return bytes ? this.decode(bytes) : null;
+    });
+  }
+
   /**
    * The HTTP answer for an entry: status, stored headers, Age, X-Cache, Vary: Accept-Encoding,
    * and the body compressed as stored when the client accepts that coding (Content-Encoding

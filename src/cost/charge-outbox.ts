@@ -35,6 +35,8 @@ export class ChargeOutbox {
   private flushing: Promise<void> | null = null;
   private readonly stop = new AbortController();
   private readonly loadedFiles: string[] = [];
+  /** Operations being applied straight away (not queued): close() waits for them first. */
+  private readonly applying = new Set<Promise<unknown>>();
 
   constructor(private readonly options: ChargeOutboxOptions) {}
 
@@ -54,10 +56,14 @@ export class ChargeOutbox {
    */
   async submit(op: MoneyOp): Promise<RecordResult | null> {
     if (this.queue.length === 0) {
+      const applying = this.apply(op);
+      this.applying.add(applying);
       try {
-        return await this.apply(op);
+        return await applying;
       } catch (err) {
         this.options.onError?.(err, 'store unreachable; money operation queued in the local outbox');
+      } finally {
+        this.applying.delete(applying);
       }
     }
     this.queue.push(op);
@@ -98,6 +104,9 @@ export class ChargeOutbox {
   async close(graceMs: number): Promise<{ flushed: boolean; savedTo: string | null }> {
     // One flusher at a time: stop the background one first (it finishes its current step).
     this.stop.abort();
+    // One not awaited by its caller (a free call's release) may still be on its way; a failed one
+    // is queued by then.
+    await Promise.allSettled([...this.applying]);
     await this.flushing;
     const deadline = this.options.clock.now() + graceMs;
     while (this.queue.length > 0 && this.options.clock.now() < deadline) {

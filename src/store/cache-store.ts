@@ -12,6 +12,11 @@ export interface CacheSetOptions {
 
 export interface CacheStore {
   cacheGet(key: string): Promise<Buffer | null>;
+  /**
+   * Several entries at once, in the order asked (null where none): one round trip per hash slot
+   * on Redis (keys of one company share one), not one per key.
+   */
+  cacheGetMany(keys: readonly string[]): Promise<Array<Buffer | null>>;
   cacheSet(key: string, value: Buffer, options: CacheSetOptions): Promise<void>;
   cacheDelete(key: string): Promise<void>;
   /**

@@ -56,7 +56,15 @@ export interface Store
 
 /** Every method of every role, by role: one list that composition and fault injection share. */
 export const ROLE_METHODS = {
-  cache: ['cacheGet', 'cacheSet', 'cacheDelete', 'cacheReplace', 'cachePurgeTag', 'cacheBytes'],
+  cache: [
+    'cacheGet',
+    'cacheGetMany',
+    'cacheSet',
+    'cacheDelete',
+    'cacheReplace',
+    'cachePurgeTag',
+    'cacheBytes',
+  ],
   state: [
     'get',
     'set',

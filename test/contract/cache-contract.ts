@@ -12,6 +12,35 @@ export function describeCacheContract(t: ContractContext): void {
       expect(await t.store.cacheGet('dossier:0000000000')).toBeNull();
     });
 
+    it('reads several entries at once, in the order asked, across companies and untagged keys', async () => {
+      await t.store.cacheSet('section:7707083893:founders:-', Buffer.from('f'), { ttlMs: TTL });
+      await t.store.cacheSet('section:7707083893:branches:-', Buffer.from([0, 255]), { ttlMs: TTL });
+      await t.store.cacheSet('company:7736050003', Buffer.from('o'), { ttlMs: TTL });
+      await t.store.cacheSet('suggest:q=abc', Buffer.from('s'), { ttlMs: TTL });
+      const got = await t.store.cacheGetMany([
+        'section:7707083893:branches:-',
+        'section:7707083893:taxes:-',
+        'company:7736050003',
+        'suggest:q=abc',
+        'section:7707083893:founders:-',
+        'suggest:q=none',
+      ]);
+      expect(got.map((b) => (b === null ? null : [...b]))).toEqual([
+        [0, 255],
+        null,
+        [...Buffer.from('o')],
+        [...Buffer.from('s')],
+        [...Buffer.from('f')],
+        null,
+      ]);
+      expect(await t.store.cacheGetMany([])).toEqual([]);
+      await t.h.pass(TTL + SLACK_MS);
+      expect(await t.store.cacheGetMany(['suggest:q=abc', 'section:7707083893:founders:-'])).toEqual([
+        null,
+        null,
+      ]);
+    });
+
     it('expires entries after their TTL', async () => {
       await t.store.cacheSet('search:q=abc', Buffer.from('x'), { ttlMs: TTL });
       await t.h.pass(TTL / 4);

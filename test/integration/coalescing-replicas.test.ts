@@ -9,6 +9,7 @@ import {
   type ReplicaHarness,
   startRedisReplicas,
 } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/redis.ts';
 
 let replicas: ReplicaHarness | null;
 let h: Harness;
@@ -74,6 +75,45 @@ describe('two replicas on one Redis', () => {
     expect(calls - callsBefore).toBe(1);
     expect(results.filter((r) => r.headers.get('x-cache') === 'COALESCED')).toHaveLength(11);
     expect((await keyUsed()) - before).toBe(1);
+  });
+
+  it('12 identical reads (no-cache) of a company inside its window over two replicas: one call, nothing left open', async (ctx) => {
+    if (!replicas) ctx.skip();
+    // A read its window covers asks for the lead alongside its rate slot, like a free route; a
+    // replica that finds the lead taken releases its charge entry (it held nothing) and follows.
+    const [inn] = knownInns(1, 1200);
+    const path = `/v1/companies/${inn}`;
+    const auth = { authorization: `Bearer ${h.tokens.alpha}` };
+    expect((await fetch(`${h.gateway.url}${path}`, { headers: auth })).headers.get('x-charged-minor')).toBe(
+      '9900',
+    );
+    const calls = async () =>
+      ((await h.emu('/requests?route=company')) as { requests: Array<{ path: string }> }).requests.filter(
+        (r) => r.path.includes(inn!),
+      ).length;
+    const callsBefore = await calls();
+    await h.emu('/faults', { route: 'company', count: 1, latency_ms: 300 });
+    const urls = [h.gateway.url, second.url];
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        fetch(`${urls[i % 2]}${path}`, { headers: { ...auth, 'cache-control': 'no-cache' } }),
+      ),
+    );
+    for (const r of results) expect(r.status).toBe(200);
+    expect(new Set(await Promise.all(results.map((r) => r.text()))).size).toBe(1);
+    expect((await calls()) - callsBefore).toBe(1);
+    expect(results.filter((r) => r.headers.get('x-cache') === 'COALESCED')).toHaveLength(11);
+    expect(results.map((r) => r.headers.get('x-charged-minor'))).toEqual(Array(12).fill('0'));
+    expect((await h.ledger()).entries.filter((e) => e.inn === inn)).toHaveLength(1);
+    // Every charge entry opened for these reads (the leader's, and any follower's on the other
+    // replica) is released: none is left for the reconciler.
+    await eventually(async () => {
+      const open = (await h.gateway.store.pendingCharges()).filter((p) => p.inn === inn);
+      if (open.length > 0) throw new Error(`${open.length} charge entries still open`);
+    }, 5_000);
+    // ...released, not handed to the reconciler (whose replay would be one more upstream call).
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await calls()) - callsBefore).toBe(1);
   });
 
   it('the admin API purges a company from the shared cache for every replica', async (ctx) => {

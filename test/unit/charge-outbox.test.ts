@@ -159,4 +159,43 @@ describe('ChargeOutbox', () => {
     const third = new ChargeOutbox({ store: outage.money, clock, stateDir: dir });
     expect(await third.loadSaved()).toBe(0);
   });
+
+  it('a shutdown waits for an operation its caller did not wait for; one that fails meanwhile is saved', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cpgw-outbox-'));
+    dirs.push(dir);
+    const clock = new ManualClock();
+    const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+    const counters = [{ key: 'app:crm:day:x', limitMinor: null, ttlMs: 86_400_000 }];
+    await store.openCharge(pending('a', clock), counters);
+    await store.openCharge(pending('b', clock), counters);
+    let letGo: (fail: boolean) => void = () => {};
+    const slow: Pick<ChargeStore, 'recordCharge' | 'releaseCharge'> = {
+      recordCharge: (r) => store.recordCharge(r),
+      releaseCharge: (k) =>
+        new Promise<void>((resolve) => {
+          letGo = () => resolve();
+        }).then(() => store.releaseCharge(k)),
+    };
+    const outbox = new ChargeOutbox({ store: slow, clock, stateDir: dir, retryMs: 1_000 });
+    void outbox.submit({ op: 'release', key: 'a' }); // the release of a free call, not awaited
+    let closed = false;
+    const closing = outbox.close(0).then((r) => {
+      closed = true;
+      return r;
+    });
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(closed).toBe(false); // still applying 'a'
+    letGo(false);
+    expect((await closing).flushed).toBe(true);
+    expect((await store.pendingCharges()).map((p) => p.key)).toEqual(['b']);
+
+    // The store fails under a release nobody waits for: the shutdown saves it for the next start.
+    const outage = new Outage(store);
+    const second = new ChargeOutbox({ store: outage.money, clock, stateDir: dir });
+    outage.down = true;
+    void second.submit({ op: 'release', key: 'b' });
+    const left = await second.close(0);
+    expect(left.flushed).toBe(false);
+    expect(left.savedTo).toMatch(/outbox-.*\.jsonl$/);
+  });
 });

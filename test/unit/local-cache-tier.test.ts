@@ -13,7 +13,12 @@ function setup() {
   let gate: Promise<void> = Promise.resolve();
   let open: () => void = () => {};
   let fail = false;
+  const askedMany: string[][] = [];
   const stub = {
+    async cacheGetMany(keys: readonly string[]) {
+      askedMany.push([...keys]);
+      return keys.map((key) => remote.get(key) ?? null);
+    },
     async cacheSet(key: string, value: Buffer) {
       await gate;
       if (fail) throw new Error('Redis write failed');
@@ -34,7 +39,7 @@ function setup() {
       open = resolve;
     });
   };
-  return { tier, remote, hold, open: () => open(), failWrites: () => (fail = true) };
+  return { tier, remote, askedMany, hold, open: () => open(), failWrites: () => (fail = true) };
 }
 
 describe('LocalCacheTier.cacheSet', () => {
@@ -69,5 +74,19 @@ describe('LocalCacheTier.cacheSet', () => {
     t.open();
     await writing;
     expect(t.tier.peek('k')).toBeNull();
+  });
+});
+
+describe('LocalCacheTier.cacheGetMany', () => {
+  it('answers what this tier holds itself and asks Redis only for the rest, in one call', async () => {
+    const t = setup();
+    await t.tier.cacheSet('a', Buffer.from('A'), { ttlMs: 60_000 });
+    t.remote.set('b', Buffer.from('B')); // another replica's entry: only Redis has it
+    const got = await t.tier.cacheGetMany(['b', 'a', 'none']);
+    expect(got.map((v) => v?.toString() ?? null)).toEqual(['B', 'A', null]);
+    expect(t.askedMany).toEqual([['b', 'none']]);
+    expect(t.tier.peek('b')).toBeNull(); // a batch read is not kept here
+    expect(await t.tier.cacheGetMany(['a'])).toEqual([Buffer.from('A')]);
+    expect(t.askedMany).toHaveLength(1); // nothing left to ask Redis
   });
 });

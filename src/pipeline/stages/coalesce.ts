@@ -18,9 +18,11 @@ export const coalesce: StageFactory = (deps) => {
   const join = async (ctx: RequestContext, next: () => Promise<Outcome>, round: number): Promise<Outcome> => {
     const key = coalesceKey(ctx);
     if (key === null) return next();
-    // A free read asks for the cross-replica lead alongside its rate slot (one round trip, not
-    // two); a charged one first, before it opens a charge or takes a company's lock.
-    const early = ctx.route.method === 'GET' && ctx.route.charge === null;
+    // A free read (a free route, or a read an open window covers) asks for the cross-replica lead
+    // alongside its rate slot (one round trip, not two): if another replica leads, it gives its
+    // slot back and releases its charge entry, which held nothing. A read that may be charged
+    // asks first, before it opens a charge or takes a company's lock.
+    const early = ctx.route.method === 'GET' && (ctx.route.charge === null || ctx.windowCovered === true);
     const { answer, follower } = await deps.coalescer.run<Outcome>(
       key,
       ctx.deadline,

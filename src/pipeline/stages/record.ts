@@ -9,6 +9,7 @@
 // - No answer (timeout, lost connection, a fault): the outcome is unknown, so the charge stays
 //   counted against every budget until the reconciler replays its key.
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
+import { NotLeader } from '../../upstream/governed-upstream.ts';
 import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
 import { ClientGone } from './upstream.ts';
@@ -30,8 +31,9 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
   try {
     out = await next();
   } catch (err) {
-    // Gone while queued: nothing was sent. Any other fault: the call may have gone out.
-    if (err instanceof ClientGone) await deps.charges.release(charge);
+    // Gone while queued, or another replica leads it: nothing was sent. Any other fault: the call
+    // may have gone out.
+    if (err instanceof ClientGone || err instanceof NotLeader) await deps.charges.release(charge);
     else await deps.charges.unknown(charge);
     throw err;
   }
@@ -53,7 +55,15 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
   const opens = ctx.shape.opens;
   let windows: CompanyWindows | undefined = ctx.windows;
   if (amount === 0) {
-    await deps.charges.release(charge);
+    // A call estimated free (an open window covered it) that cost nothing held nothing on any
+    // budget: its entry goes after the answer (through the outbox, which a shutdown waits for).
+    // One estimated to cost money releases its hold before the answer, so the app's next call
+    // sees the room.
+    if (charge.pending.estimateMinor === 0)
+      void deps.charges
+        .release(charge)
+        .catch((err: unknown) => deps.logger.warn({ err: (err as Error).message }, 'charge release failed'));
+    else await deps.charges.release(charge);
     ctx.chargedMinor = 0;
   } else {
     // A check that answered 202 opens its window only when its data is ready (check stage).

@@ -31,6 +31,10 @@ export class MemoryCache implements CacheStore {
     return this.cache.get(key) ?? null;
   }
 
+  async cacheGetMany(keys: readonly string[]): Promise<Array<Buffer | null>> {
+    return keys.map((key) => this.cache.get(key) ?? null);
+  }
+
   /** cacheGet without waiting (the hit path): the same entry, the same TTL and recency rules. */
   peek(key: string): Buffer | null {
     return this.cache.get(key) ?? null;

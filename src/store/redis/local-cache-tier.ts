@@ -56,6 +56,16 @@ export class LocalCacheTier implements CacheStore {
     return found.value;
   }
 
+  /** What this tier holds, and Redis for the rest (not kept here: a batch read is no hot read). */
+  async cacheGetMany(keys: readonly string[]): Promise<Array<Buffer | null>> {
+    const found = await this.local.cacheGetMany(keys);
+    const missing = keys.filter((_, i) => found[i] === null);
+    if (missing.length === 0) return found;
+    const remote = await this.remote.cacheGetMany(missing);
+    let j = 0;
+    return found.map((hit) => hit ?? remote[j++] ?? null);
+  }
+
   /** What this tier holds for `key`, without waiting and without asking Redis (the hit path). */
   peek(key: string): Buffer | null {
     return this.local.peek(key);

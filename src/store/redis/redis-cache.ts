@@ -18,6 +18,31 @@ export class RedisCache implements CacheStore {
     return link.run(() => link.client.getBuffer(link.k.cache(key)));
   }
 
+  async cacheGetMany(keys: readonly string[]): Promise<Array<Buffer | null>> {
+    const { link } = this;
+    const names = keys.map((key) => link.k.cache(key));
+    // MGET must stay inside one hash slot on a cluster: grouped by the key's tag.
+    const groups = new Map<string, number[]>();
+    names.forEach((name, i) => {
+      const slot = hashTagOf(name) ?? name;
+      const group = groups.get(slot);
+      if (group) group.push(i);
+      else groups.set(slot, [i]);
+    });
+    const found: Array<Buffer | null> = keys.map(() => null);
+    await link.run(() =>
+      Promise.all(
+        [...groups.values()].map(async (group) => {
+          const values = await link.client.mgetBuffer(...group.map((i) => names[i]!));
+          group.forEach((i, j) => {
+            found[i] = values[j] ?? null;
+          });
+        }),
+      ),
+    );
+    return found;
+  }
+
   async cacheSet(key: string, value: Buffer, options: CacheSetOptions): Promise<void> {
     const { link } = this;
     const ttl = ttlOf(options.ttlMs);
@@ -91,4 +116,12 @@ export class RedisCache implements CacheStore {
     const { k } = this.link;
     return [k.cacheSizes, k.cacheExpiry, k.cacheBytes];
   }
+}
+
+/** What Redis hashes of a key: the text of its first non-empty {tag}, else null (the whole key). */
+function hashTagOf(name: string): string | null {
+  const open = name.indexOf('{');
+  if (open < 0) return null;
+  const close = name.indexOf('}', open + 1);
+  return close > open + 1 ? name.slice(open + 1, close) : null;
 }
