@@ -51,6 +51,11 @@ export interface RequestContext {
   covered?: boolean;
   /** budget: the charge opened for this call (estimate held, pending entry written). */
   charge?: OpenCharge;
+  /**
+   * budget: resolves true once `charge` is opened, false when the budget refused it or the store
+   * failed. The rate slot is taken meanwhile; the upstream stage sends the call only after true.
+   */
+  opened?: Promise<boolean>;
   /** idempotency: the key sent upstream with a charged call. */
   idempotencyKey?: string;
   /** upstream: ms (clock) when the first attempt started. */

@@ -26,6 +26,17 @@ export class NotLeader extends Error {
   }
 }
 
+/**
+ * What the call had to have before it is sent (GovernedRequest.ready: its charge entry) did not
+ * come: nothing was sent, any slot taken meanwhile was given back.
+ */
+export class NotReady extends Error {
+  constructor() {
+    super('the call was not cleared to be sent');
+    this.name = 'NotReady';
+  }
+}
+
 /** The governor refused to start the call (deadline, app cap, pause, client gone, shutdown). */
 export class QueueRefusal extends Error {
   constructor(readonly denial: Denial) {
@@ -51,6 +62,12 @@ export interface GovernedRequest extends UpstreamRequest {
    * only once it resolves true; false gives the slot back and throws NotLeader.
    */
   lead?: Promise<boolean>;
+  /**
+   * What must be true before the call is sent, asked for alongside the rate slot (a charged
+   * call's entry being opened): false gives the slot back (or leaves the queue) and throws
+   * NotReady.
+   */
+  ready?: Promise<boolean>;
   /** Classes the answer shows the upstream did not count (their slots are given back). */
   unspent?: (res: UpstreamResponse) => LimitClassName[];
 }
@@ -93,11 +110,15 @@ export class GovernedUpstream {
       maxWaitMs: req.maxWaitMs,
       signal: req.queueSignal ?? req.signal,
       skip: req.skip,
-      needed: req.lead,
+      needed: allTrue(req.lead, req.ready),
     });
     if (req.lead && !(await req.lead)) {
       if (permit.ok) await permit.release(false).catch((error: unknown) => this.options.onError?.(error));
       throw new NotLeader();
+    }
+    if (req.ready && !(await req.ready)) {
+      if (permit.ok) await permit.release(false).catch((error: unknown) => this.options.onError?.(error));
+      throw new NotReady();
     }
     if (!permit.ok) throw new QueueRefusal(permit);
     req.onStart?.();
@@ -120,6 +141,20 @@ export class GovernedUpstream {
     await permit.release(true).catch((error: unknown) => this.options.onError?.(error));
     return { ...res, queuedMs: permit.waitedMs };
   }
+}
+
+/** true once every given promise is true, false as soon as one is false; undefined if none given. */
+function allTrue(a?: Promise<boolean>, b?: Promise<boolean>): Promise<boolean> | undefined {
+  if (!a || !b) return a ?? b;
+  return new Promise((resolve) => {
+    let left = 2;
+    const one = (ok: boolean) => {
+      if (!ok) resolve(false);
+      else if (--left === 0) resolve(true);
+    };
+    a.then(one, () => resolve(false));
+    b.then(one, () => resolve(false));
+  });
 }
 
 /** True when the failure proves no byte reached the upstream (nothing can have been charged). */

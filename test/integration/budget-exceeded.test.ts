@@ -56,8 +56,18 @@ describe('budget caps with the memory store', () => {
   afterAll(() => h.close());
 
   it('10 concurrent requests, cap of two dossier prices: two charges, eight 402, spend equals the cap', async () => {
+    const keyUsed = async () => {
+      const state = (await (
+        await fetch(`${h.gateway.url}/admin/limits`, { headers: { authorization: `Bearer ${h.adminToken}` } })
+      ).json()) as { classes: Array<{ name: string; used: number }> };
+      return state.classes.find((c) => c.name === 'key')?.used ?? -1;
+    };
+    const usedBefore = await keyUsed();
     const outcome = await raceTenCompanies(h, [h.gateway.url], 500);
     expectExactlyTwo(outcome);
+    // A refused charge's rate slot (taken alongside its budget step) is given back: the key log
+    // counts the two calls that went, not the eight refused.
+    expect((await keyUsed()) - usedBefore).toBe(2);
     const me = (await (await h.call('capped', '/v1/me')).json()) as {
       gateway: { budgets: Array<Record<string, unknown>> };
     };
@@ -190,5 +200,30 @@ describe('no phantom reservations', () => {
     const spent = Number((await budget()).spentMinor);
     const status = (await h.call('capped', `/v1/companies/${knownInns(1, 820)[0]}`)).status;
     expect(status).toBe(spent === 0 ? 200 : 402);
+  });
+});
+
+describe('a refused budget step while the rate queue is full', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      apps: [{ name: 'capped', budgets: { day: { limitMinor: 100 } }, limits: { caps: { key: 1 } } }],
+    });
+  });
+  afterAll(() => h.close());
+
+  it('is answered 402 at once: the rate wait it started alongside is left, nothing is sent', async () => {
+    // The app's one key call of the minute is spent: its next call would wait for the minute.
+    expect((await h.call('capped', '/v1/banks/044525225')).status).toBe(200);
+    const [inn] = knownInns(1, 540);
+    const before = ((await h.emu('/requests?route=company')) as { requests: unknown[] }).requests.length;
+    // Allowed to wait two minutes for its slot: only leaving the queue when the budget step
+    // refuses answers it before the test's own timeout.
+    const res = await h.call('capped', `/v1/companies/${inn}`, { headers: { 'x-max-wait-ms': '120000' } });
+    expect(res.status).toBe(402);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('budget_exceeded');
+    const after = ((await h.emu('/requests?route=company')) as { requests: unknown[] }).requests.length;
+    expect(after).toBe(before);
+    expect(await h.gateway.store.pendingCharges()).toEqual([]);
   });
 });

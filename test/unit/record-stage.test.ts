@@ -69,6 +69,7 @@ async function run(outcome: Outcome, unknownFlag = false) {
     call: { idempotencyKey: undefined },
     shape: { kind: 'dossier', inn: INN, covered: 'dossier', opens: 'dossier' },
     charge: opened.charge,
+    opened: Promise.resolve(true),
     outcomeUnknown: unknownFlag,
     startedAt: clock.now(),
   } as unknown as RequestContext;

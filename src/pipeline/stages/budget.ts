@@ -2,10 +2,15 @@
 // the call will cost (0 when an open window covers it), then, in ONE atomic store step, holds
 // that on every budget counter that applies AND writes the call's pending ledger entry (its
 // idempotency key, app, INN, kind, estimate, what to replay). A cap that would be passed is
-// 402 budget_exceeded: no upstream call, no charge. From here on the charge is the record
-// stage's: settled, released, or left counted for the reconciler — never forgotten.
+// 402 budget_exceeded: no upstream call, no charge. That step goes out together with the rate
+// take of the stages below (one round trip, not two); the upstream call is sent only once it has
+// answered (ctx.opened, GovernedRequest.ready), and a refused one gives the slot back. From here
+// on the charge is the record stage's: settled, released, or left counted for the reconciler —
+// never forgotten.
 import { estimateMinor } from '../../cost/estimate.ts';
 import { ApiError } from '../../errors.ts';
+import { NotLeader } from '../../upstream/governed-upstream.ts';
+import type { Outcome } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 
@@ -42,17 +47,36 @@ export const budget: StageFactory = (deps) => async (ctx, next) => {
     body: ctx.rawBody ? ctx.rawBody.toString('utf8') : null,
     opens: ctx.shape.opens,
   };
-  let opened: Awaited<ReturnType<typeof deps.charges.open>>;
+  // The charge is opened while the stages below take the rate slot (one round trip for both, not
+  // two in a row); the call itself is sent only once the entry is written (ctx.opened).
+  const opening = deps.charges.open(request).then(
+    (opened) => ({ opened }),
+    (error: unknown) => ({ error }),
+  );
+  ctx.opened = opening.then((r) => {
+    if ('error' in r || !r.opened.ok) return false;
+    ctx.charge = r.opened.charge;
+    return true;
+  });
+  let out: Outcome | undefined;
+  let failure: { err: unknown } | undefined;
   try {
-    opened = await deps.charges.open(request);
+    out = await next();
   } catch (err) {
-    // The store failed: the entry may or may not have been written (a lost reply). The call will
-    // not be sent, so it is released (through the outbox: in order, once the store is back),
-    // never replayed by the reconciler as a purchase nobody wants any more.
-    await deps.outbox.submit({ op: 'release', key: request.key });
-    throw err;
+    failure = { err };
   }
-  if (!opened.ok) {
+  const result = await opening;
+  if ('error' in result) {
+    // The store failed: the entry may or may not have been written (a lost reply). The call was
+    // not sent, so it is released (through the outbox: in order, once the store is back), never
+    // replayed by the reconciler as a purchase nobody wants any more.
+    await deps.outbox.submit({ op: 'release', key: request.key });
+    // Another replica leads the call: this one follows it (charged 0), store or not.
+    throw failure?.err instanceof NotLeader ? failure.err : result.error;
+  }
+  const opened = result.opened;
+  if (!opened.ok && !(failure?.err instanceof NotLeader)) {
+    // Refused before anything was sent (the stages below stop at ctx.opened: NotReady).
     deps.logger.warn({ app, period: opened.period, scope: opened.scope, estimate }, 'budget exceeded');
     return refuse('budget_exceeded', {
       app,
@@ -64,6 +88,6 @@ export const budget: StageFactory = (deps) => async (ctx, next) => {
       estimate_minor: estimate,
     });
   }
-  ctx.charge = opened.charge;
-  return next();
+  if (failure) throw failure.err;
+  return out!;
 };

@@ -25,18 +25,22 @@ function outcomeUnknown(out: Answer): boolean {
 }
 
 export const record: StageFactory = (deps) => async (ctx, next) => {
-  const charge = ctx.charge;
-  if (!charge || ctx.shape === null || ctx.app === null) return next();
+  if (ctx.opened === undefined || ctx.shape === null || ctx.app === null) return next();
   let out: Outcome;
   try {
     out = await next();
   } catch (err) {
+    // The charge is opened alongside the rate take: known by now (the call waited for it).
+    const charge = (await ctx.opened) ? ctx.charge : undefined;
     // Gone while queued, or another replica leads it: nothing was sent. Any other fault: the call
-    // may have gone out.
-    if (err instanceof ClientGone || err instanceof NotLeader) await deps.charges.release(charge);
-    else await deps.charges.unknown(charge);
+    // may have gone out. No charge opened (refused, the store down): nothing was sent either.
+    if (charge && (err instanceof ClientGone || err instanceof NotLeader)) await deps.charges.release(charge);
+    else if (charge) await deps.charges.unknown(charge);
     throw err;
   }
+  const charge = (await ctx.opened) ? ctx.charge : undefined;
+  // Not opened: nothing was sent (the budget stage answers the refusal or the store's fault).
+  if (!charge) return out;
   if (isRefusal(out)) {
     if (ctx.outcomeUnknown) await deps.charges.unknown(charge);
     else await deps.charges.release(charge);

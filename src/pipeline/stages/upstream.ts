@@ -55,6 +55,7 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
       signal: survivesClient(ctx) ? undefined : ctx.signal,
       skip,
       lead: ctx.lead,
+      ready: ctx.opened,
       unspent: (r) => unspentBy(ctx.route.name, r),
     });
     await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
