@@ -169,6 +169,16 @@ export class ChargeBook {
   }
 
   /**
+   * release() of a charge that held nothing (estimated 0), after the answer it belongs to has been
+   * written: its lease ends now; the store hears of it on the next turn of the event loop (a send
+   * to Redis before the answer cost that answer up to 0.17 ms here).
+   */
+  releaseLater(charge: OpenCharge): void {
+    this.end(charge);
+    this.options.outbox.submitLater({ op: 'release', key: charge.pending.key });
+  }
+
+  /**
    * No answer: the entry stays counted and its lease ends now, so the reconciler resolves it at
    * once (a store fault here only delays that until the lease runs out by itself).
    */

@@ -71,6 +71,17 @@ export class ChargeOutbox {
     return null;
   }
 
+  /**
+   * submit() on the next turn of the event loop, for an operation nobody waits for (the release of
+   * a call that cost nothing): what the caller answers is written before the store hears of it.
+   * close() waits for it like for any other.
+   */
+  submitLater(op: MoneyOp): void {
+    const later = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.submit(op));
+    this.applying.add(later);
+    void later.finally(() => this.applying.delete(later));
+  }
+
   /** Replays the operations a previous process left in the state directory. */
   async loadSaved(): Promise<number> {
     const dir = this.options.stateDir;
@@ -104,9 +115,9 @@ export class ChargeOutbox {
   async close(graceMs: number): Promise<{ flushed: boolean; savedTo: string | null }> {
     // One flusher at a time: stop the background one first (it finishes its current step).
     this.stop.abort();
-    // One not awaited by its caller (a free call's release) may still be on its way; a failed one
-    // is queued by then.
-    await Promise.allSettled([...this.applying]);
+    // One not awaited by its caller (a free call's release) may still be on its way, or not yet
+    // started (submitLater); a failed one is queued by then.
+    while (this.applying.size > 0) await Promise.allSettled([...this.applying]);
     await this.flushing;
     const deadline = this.options.clock.now() + graceMs;
     while (this.queue.length > 0 && this.options.clock.now() < deadline) {

@@ -198,4 +198,23 @@ describe('ChargeOutbox', () => {
     expect(left.flushed).toBe(false);
     expect(left.savedTo).toMatch(/outbox-.*\.jsonl$/);
   });
+
+  it('an operation submitted for later is applied after this turn, and a shutdown right away still applies it', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+    const counters = [{ key: 'app:crm:day:x', limitMinor: null, ttlMs: 86_400_000 }];
+    await store.openCharge(pending('a', clock), counters);
+    await store.openCharge(pending('b', clock), counters);
+    const outbox = new ChargeOutbox({ store: new Outage(store).money, clock, stateDir: null });
+    outbox.submitLater({ op: 'release', key: 'a' });
+    // Not applied while this turn's work (the answer being written) goes on.
+    await Promise.resolve();
+    expect((await store.pendingCharges()).map((p) => p.key).sort()).toEqual(['a', 'b']);
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect((await store.pendingCharges()).map((p) => p.key)).toEqual(['b']);
+    outbox.submitLater({ op: 'release', key: 'b' });
+    expect((await outbox.close(0)).flushed).toBe(true);
+    expect(await store.pendingCharges()).toEqual([]);
+  });
 });

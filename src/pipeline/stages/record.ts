@@ -60,13 +60,11 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
   let windows: CompanyWindows | undefined = ctx.windows;
   if (amount === 0) {
     // A call estimated free (an open window covered it) that cost nothing held nothing on any
-    // budget: its entry goes after the answer (through the outbox, which a shutdown waits for).
+    // budget: its entry goes after the answer is written (through the outbox, which a shutdown
+    // waits for).
     // One estimated to cost money releases its hold before the answer, so the app's next call
     // sees the room.
-    if (charge.pending.estimateMinor === 0)
-      void deps.charges
-        .release(charge)
-        .catch((err: unknown) => deps.logger.warn({ err: (err as Error).message }, 'charge release failed'));
+    if (charge.pending.estimateMinor === 0) deps.charges.releaseLater(charge);
     else await deps.charges.release(charge);
     ctx.chargedMinor = 0;
   } else {
