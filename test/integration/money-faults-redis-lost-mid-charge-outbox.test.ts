@@ -140,7 +140,9 @@ maybe('Redis lost while a paid call is in flight', () => {
     let view!: AdminLedger;
     for (;;) {
       view = await admin<AdminLedger>(next.url, '/admin/ledger');
-      if (view.entries.some((e) => e.inn === inn) && view.outbox === 0) break;
+      // The file goes once its operations are applied (just after the outbox empties).
+      const left = (await readdir(dir)).filter((f) => f.startsWith('outbox-'));
+      if (view.entries.some((e) => e.inn === inn) && view.outbox === 0 && left.length === 0) break;
       expect(Date.now() - startedAt, 'the saved charge never reached the ledger').toBeLessThan(15_000);
       await new Promise((r) => setTimeout(r, 20));
     }
