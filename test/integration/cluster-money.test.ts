@@ -106,6 +106,9 @@ maybe('two gateways on a Redis Cluster', () => {
         statuses.push(res.status);
       }
     };
+    // Each upstream read takes 100 ms, so the load (10 reads per worker) lasts longer than the
+    // failover: the reads are fast enough otherwise to be all started before the slot moves.
+    await h.emu('/faults', { route: 'company', count: inns.length, latency_ms: 100 });
     const load = Promise.all([0, 1, 2, 3].map(worker));
     while (next < 10) await new Promise((r) => setTimeout(r, 10));
     const moved = await cluster!.failover(`${prefix}{money}:ledger`);
