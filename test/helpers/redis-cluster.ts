@@ -193,10 +193,15 @@ export async function startTestCluster(options: { replicas?: boolean } = {}): Pr
       return out;
     },
     failover: async (key) => {
-      const range = await rangeOf(key);
-      const to = range.replicas[0];
-      if (to === undefined)
+      if (!options.replicas)
         throw new Error('this cluster has no replicas (startTestCluster({ replicas: true }))');
+      // A replica in sync may not be listed in CLUSTER SLOTS yet (the nodes learn it by gossip).
+      let range = await rangeOf(key);
+      await until('the slot lists its replica', async () => {
+        range = await rangeOf(key);
+        return range.replicas.length > 0;
+      });
+      const to = range.replicas[0]!;
       await until('replica caught up before the hand-over', async () =>
         (await info(to, 'replication')).includes('master_link_status:up'),
       );
