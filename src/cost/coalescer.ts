@@ -39,6 +39,8 @@ export interface CoalescerOptions {
 const PARK_MS = 2_000;
 
 const parkedKey = (key: string, leader: string) => `coalesce:answer:${key}:${leader}`;
+/** Set by a follower that waits for `leader`'s answer (parkOnDemand). */
+const wantedKey = (key: string, leader: string) => `coalesce:wanted:${key}:${leader}`;
 
 function encode(a: SharedAnswer): Buffer {
   const meta = Buffer.from(JSON.stringify({ s: a.status, h: a.headers }));
@@ -74,8 +76,9 @@ export class Coalescer {
     deadline: number,
     call: (lead: Promise<boolean> | null) => Promise<T>,
     parkable: (outcome: T) => SharedAnswer | null,
-    options: { early?: boolean } = {},
+    options: { early?: boolean; parkOnDemand?: boolean } = {},
   ): Promise<CoalesceResult<T>> {
+    const onDemand = options.parkOnDemand === true;
     const local = this.inflight.get(key) as Promise<T> | undefined;
     if (local) return { answer: await local, follower: true };
     let resolveShared!: (a: T | SharedAnswer) => void;
@@ -91,7 +94,7 @@ export class Coalescer {
       if (this.options.distributed && options.early) {
         // The lock is asked for without waiting: `call` waits for it only before the call is
         // sent (its rate slot is taken meanwhile, and given back if another replica leads).
-        const early = await this.leadEarly(key, call, parkable);
+        const early = await this.leadEarly(key, call, parkable, onDemand);
         if ('answer' in early) {
           resolveShared(early.answer);
           return { answer: early.answer, follower: false };
@@ -106,7 +109,7 @@ export class Coalescer {
         }
         owner = remote.owner;
       }
-      const answer = await this.lead(key, owner, () => call(null), parkable);
+      const answer = await this.lead(key, owner, () => call(null), parkable, onDemand);
       resolveShared(answer);
       return { answer, follower: false };
     } catch (err) {
@@ -127,6 +130,7 @@ export class Coalescer {
     key: string,
     call: (lead: Promise<boolean> | null) => Promise<T>,
     parkable: (outcome: T) => SharedAnswer | null,
+    onDemand: boolean,
   ): Promise<{ answer: T } | { follow: true }> {
     const { store, clock } = this.options;
     const leaseMs = this.options.leaseMs ?? 10_000;
@@ -155,7 +159,7 @@ export class Coalescer {
     }
     const ok = await locked;
     if (ok !== true) return { answer };
-    this.handOver(key, owner, answer, parkable, lease);
+    this.handOver(key, owner, answer, parkable, lease, onDemand);
     return { answer };
   }
 
@@ -164,6 +168,7 @@ export class Coalescer {
     owner: string | null,
     call: () => Promise<T>,
     parkable: (outcome: T) => SharedAnswer | null,
+    onDemand: boolean,
   ): Promise<T> {
     if (owner === null) return call();
     const { store, clock } = this.options;
@@ -180,13 +185,17 @@ export class Coalescer {
       await store.releaseLock(`coalesce:lock:${key}`, owner).catch(() => {});
       throw err;
     }
-    this.handOver(key, owner, answer, parkable, lease);
+    this.handOver(key, owner, answer, parkable, lease, onDemand);
     return answer;
   }
 
   /**
    * The answer is parked for other replicas' followers and the lead released, off the answer's
    * path; the lock stays held until the answer is parked, so a follower never finds neither.
+   * `onDemand`: parked only when a follower said it waits for this leader (wantedKey), which
+   * spares the store a copy of nearly every answer (a 109 KB write per dossier read). A follower
+   * that says so after the look finds the lock free and no answer: it then leads a call itself,
+   * as a request arriving just after this one would.
    */
   private handOver<T>(
     key: string,
@@ -194,13 +203,21 @@ export class Coalescer {
     answer: T,
     parkable: (outcome: T) => SharedAnswer | null,
     lease: { stop(): void } | null,
+    onDemand: boolean,
   ): void {
     const { store } = this.options;
     const parked = parkable(answer);
     const handOver = (async () => {
       // Started before this client has its answer (a lock held longer makes the next identical
       // request follow an answer it did not wait for, after a poll), not awaited by it.
-      if (parked && parked.body.length <= this.maxParkBytes) {
+      // A store that cannot say whether anyone waits: parked (the safe side).
+      const wanted =
+        !onDemand ||
+        (await store.get(wantedKey(key, owner)).then(
+          (v) => v !== null,
+          () => true,
+        ));
+      if (parked && parked.body.length <= this.maxParkBytes && wanted) {
         await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).catch(() => {});
       }
       lease?.stop();
@@ -232,7 +249,13 @@ export class Coalescer {
     // Someone was in flight when we arrived: its parked answer, once there, is ours. Look for
     // it before trying the lock again, so the leader's release does not make us call twice.
     let leader = await store.get(lock);
+    let told: string | null = null;
     for (;;) {
+      // Tell the leader someone waits (it parks its answer only then, on demand).
+      if (leader && leader !== told) {
+        await store.set(wantedKey(key, leader), '1', ttl());
+        told = leader;
+      }
       await clock.sleep(this.pollMs);
       const parked = leader ? await store.getBlob(parkedKey(key, leader)) : null;
       if (parked) return { answer: decode(parked) };

@@ -116,6 +116,35 @@ describe('two replicas on one Redis', () => {
     expect((await calls()) - callsBefore).toBe(1);
   });
 
+  it('a lead nobody on another replica waits for parks no copy of its answer in Redis', async (ctx) => {
+    if (!replicas) ctx.skip();
+    const store = h.gateway.store;
+    const putBlob = store.putBlob.bind(store);
+    const parked: string[] = [];
+    store.putBlob = (key, value, ttlMs) => {
+      parked.push(key);
+      return putBlob(key, value, ttlMs);
+    };
+    try {
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${h.gateway.url}/v1/banks/044525225`, {
+          headers: { authorization: `Bearer ${h.tokens.alpha}`, 'cache-control': 'no-cache' },
+        });
+        expect(res.status).toBe(200);
+        expect(res.headers.get('x-cache')).toBe('MISS');
+        await res.arrayBuffer();
+      }
+      // The lead is released after its answer would have been parked: wait for that.
+      await eventually(async () => {
+        if ((await store.get('coalesce:lock:bank:/v1/banks/044525225')) !== null)
+          throw new Error('still led');
+      }, 5_000);
+      expect(parked).toEqual([]);
+    } finally {
+      store.putBlob = putBlob;
+    }
+  });
+
   it('the admin API purges a company from the shared cache for every replica', async (ctx) => {
     if (!replicas) ctx.skip();
     const [inn] = knownInns(1, 1100);

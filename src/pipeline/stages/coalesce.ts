@@ -31,7 +31,9 @@ export const coalesce: StageFactory = (deps) => {
         return next();
       },
       (o) => (isRefusal(o) ? null : o),
-      { early },
+      // A GET's answer is parked for other replicas only when one of them waits for it; a check
+      // (POST) is always parked: a follower that missed it would buy a second check.
+      { early, parkOnDemand: ctx.route.method === 'GET' },
     );
     if (!follower) return answer;
     if (isRefusal(answer as Outcome)) {
