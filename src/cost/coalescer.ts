@@ -1,9 +1,10 @@
 // Request coalescing: identical safe requests in flight share one upstream call. In one
 // process through a map of promises; across replicas through a Store lock plus the leader's
 // answer parked briefly as a Store blob (state role: never counted as cache bytes), under the
-// leader's own id, for followers on other replicas that saw that leader. Only GETs are
-// coalesced; bodies are capped so a huge answer is never parked. An error answer is shared
-// with the waiters too (they would only repeat the failure).
+// leader's own id, for followers on other replicas that saw that leader (a GET's answer only
+// when such a follower said it waits: parkOnDemand). GETs and check creations are coalesced;
+// bodies are capped so a huge answer is never parked. An error answer is shared with the
+// waiters too (they would only repeat the failure).
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { StateStore } from '../store/store.ts';
