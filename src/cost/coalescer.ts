@@ -212,13 +212,13 @@ export class Coalescer {
       // Started before this client has its answer (a lock held longer makes the next identical
       // request follow an answer it did not wait for, after a poll), not awaited by it.
       // A store that cannot say whether anyone waits: parked (the safe side).
-      const wanted =
+      const wanted = async () =>
         !onDemand ||
-        (await store.get(wantedKey(key, owner)).then(
+        store.get(wantedKey(key, owner)).then(
           (v) => v !== null,
           () => true,
-        ));
-      if (parked && parked.body.length <= this.maxParkBytes && wanted) {
+        );
+      if (parked && parked.body.length <= this.maxParkBytes && (await wanted())) {
         await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).catch(() => {});
       }
       lease?.stop();
