@@ -348,16 +348,14 @@ export class ResponseCache {
     try {
       found = await this.store.cacheGetMany(asked);
     } catch (error) {
-      for (const req of reqs) this.counters.count(req.route, 'errors');
+      // One store read failed: one error, as read() counts it.
+      if (reqs[0]) this.counters.count(reqs[0].route, 'errors');
       this.onError(error, { op: 'get', key: asked[0] ?? '' });
       return reqs.map(() => null);
     }
+    const entries = asked.map((key, i) => this.entryOf(key, found[i] ?? null));
     let j = 0;
-    return keys.map((key) => {
-      if (key === null) return null;
-      const bytes = found[j++];
-      return bytes ? this.decode(bytes) : null;
-    });
+    return keys.map((key) => (key === null ? null : (entries[j++] ?? null)));
   }
 
   /**
@@ -439,11 +437,16 @@ export class ResponseCache {
       this.onError(error, { op: 'get', key });
       return null;
     }
+    return this.entryOf(key, bytes);
+  }
+
+  /** The stored bytes as an entry; bytes that do not decode are reported and dropped. */
+  private entryOf(key: string, bytes: Buffer | null): CacheEntry | null {
     if (!bytes) return null;
     const entry = this.decode(bytes);
     if (!entry) {
       this.onError(new Error('undecodable cache entry dropped'), { op: 'decode', key });
-      await this.store.cacheDelete(key).catch(() => {});
+      void this.store.cacheDelete(key).catch(() => {});
     }
     return entry;
   }

@@ -4,6 +4,7 @@
 // Must never: store an entry larger than cacheMaxBytes, or count bytes it did not write.
 import type { CacheSetOptions, CacheStore } from '../cache-store.ts';
 import { ttlOf, uniqueStrings } from '../store-util.ts';
+import { innTag } from './keys.ts';
 import type { RedisLink } from './link.ts';
 import { CACHE_ACCOUNT, CACHE_REPLACE, TAG_ADD, TAG_TAKE } from './state-scripts.ts';
 
@@ -21,10 +22,11 @@ export class RedisCache implements CacheStore {
   async cacheGetMany(keys: readonly string[]): Promise<Array<Buffer | null>> {
     const { link } = this;
     const names = keys.map((key) => link.k.cache(key));
-    // MGET must stay inside one hash slot on a cluster: grouped by the key's tag.
+    // MGET must stay inside one hash slot on a cluster: grouped by the company tag the key
+    // carries (keys.ts), each untagged key on its own.
     const groups = new Map<string, number[]>();
     names.forEach((name, i) => {
-      const slot = hashTagOf(name) ?? name;
+      const slot = innTag(keys[i]!) ?? name;
       const group = groups.get(slot);
       if (group) group.push(i);
       else groups.set(slot, [i]);
@@ -116,12 +118,4 @@ export class RedisCache implements CacheStore {
     const { k } = this.link;
     return [k.cacheSizes, k.cacheExpiry, k.cacheBytes];
   }
-}
-
-/** What Redis hashes of a key: the text of its first non-empty {tag}, else null (the whole key). */
-function hashTagOf(name: string): string | null {
-  const open = name.indexOf('{');
-  if (open < 0) return null;
-  const close = name.indexOf('}', open + 1);
-  return close > open + 1 ? name.slice(open + 1, close) : null;
 }
