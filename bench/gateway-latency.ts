@@ -19,7 +19,13 @@ import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { startCpgw } from './cpgw-process.ts';
 
 const N = Number(process.argv[2] ?? 2000);
+// One upstream account per client: the emulator keeps coverage windows per account, as the
+// upstream does. Were the gateways to share the direct client's account, the first of them to
+// read the dossier would open its window for all; the others, told "charged 0" without having
+// seen a charge, would not know a window covers the company and would measure the path of a
+// read that may be charged (estimate, hold, company lock) instead of the in-window one.
 const UPSTREAM_KEY = 'bench-upstream-key';
+const GATEWAY_KEYS = { memory: 'bench-gateway-memory', redis: 'bench-gateway-redis' } as const;
 
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
@@ -31,7 +37,11 @@ const emu = await startCpgw(
     '--port',
     '0',
     '--api-key',
-    `${UPSTREAM_KEY};name=bench`,
+    `${UPSTREAM_KEY};name=bench;account=1`,
+    '--api-key',
+    `${GATEWAY_KEYS.memory};name=gateway-memory;account=2`,
+    '--api-key',
+    `${GATEWAY_KEYS.redis};name=gateway-redis;account=3`,
     '--key-limit',
     '100000000',
     '--suggest-limit',
@@ -52,7 +62,12 @@ await writeFile(
 );
 const gw = await startCpgw(
   ['start'],
-  { CPGW_CONFIG: configFile, CPGW_PORT: '0', CPGW_UPSTREAM_URL: emuUrl, CPGW_UPSTREAM_API_KEY: UPSTREAM_KEY },
+  {
+    CPGW_CONFIG: configFile,
+    CPGW_PORT: '0',
+    CPGW_UPSTREAM_URL: emuUrl,
+    CPGW_UPSTREAM_API_KEY: GATEWAY_KEYS.memory,
+  },
   /listening on (http:\/\/[^\s)]+)/,
 );
 const gwUrl = gw.match[1]!;
@@ -75,7 +90,7 @@ const gwRedis = redis
         CPGW_CONFIG: configFile,
         CPGW_PORT: '0',
         CPGW_UPSTREAM_URL: emuUrl,
-        CPGW_UPSTREAM_API_KEY: UPSTREAM_KEY,
+        CPGW_UPSTREAM_API_KEY: GATEWAY_KEYS.redis,
         CPGW_REDIS_URL: REDIS_URL,
         CPGW_STORE_PREFIX: PREFIX,
       },
@@ -89,7 +104,8 @@ const gateways: Array<{ store: 'memory' | 'redis'; pool: Pool }> = [
   ...(gwRedis ? [{ store: 'redis' as const, pool: new Pool(gwRedis.match[1]!, { connections: 1 }) }] : []),
 ];
 
-async function once(pool: Pool, path: string, auth: string): Promise<number> {
+/** `free`: the gateway must have judged the call free (an in-window read: estimate 0). */
+async function once(pool: Pool, path: string, auth: string, free = false): Promise<number> {
   const t0 = performance.now();
   // no-cache: every call goes upstream, so this measures the pass-through path, not the cache
   // (bench/cache-hits.ts measures hits).
@@ -101,6 +117,9 @@ async function once(pool: Pool, path: string, auth: string): Promise<number> {
   await res.body.arrayBuffer();
   const ms = performance.now() - t0;
   if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode}`);
+  const estimate = res.headers['x-cost-estimate-minor'];
+  if (free && estimate !== undefined && estimate !== '0')
+    throw new Error(`${path}: the gateway estimated ${estimate} for a read its window covers`);
   return ms;
 }
 
@@ -114,13 +133,13 @@ for (const route of routes) {
   for (const g of gateways) await once(g.pool, route.path, token); // opens the window for the dossier (one charge)
   for (let i = 0; i < 200; i++) {
     await once(direct, route.path, UPSTREAM_KEY);
-    for (const g of gateways) await once(g.pool, route.path, token);
+    for (const g of gateways) await once(g.pool, route.path, token, true);
   }
   const d: number[] = [];
   const per = new Map(gateways.map((g) => [g.store, [] as number[]]));
   for (let i = 0; i < N; i++) {
     d.push(await once(direct, route.path, UPSTREAM_KEY));
-    for (const g of gateways) per.get(g.store)!.push(await once(g.pool, route.path, token));
+    for (const g of gateways) per.get(g.store)!.push(await once(g.pool, route.path, token, true));
   }
   const row: Record<string, unknown> = { n: N };
   for (const [store, g] of per) {
