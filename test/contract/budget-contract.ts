@@ -113,6 +113,31 @@ export function describeBudgetContract(t: ContractContext): void {
       expect(await t.store.readCounters(['z'])).toEqual([{ key: 'z', spentMinor: 0, reservedMinor: 250 }]);
     });
 
+    it('a hold of 0 (a read a window covers) still meets the caps and replaces an earlier hold', async () => {
+      // Over its cap (spend of an unknown outcome settled late): even a free call is refused.
+      await t.store.addSpend(['over'], 300, 60_000);
+      expect(
+        await t.store.reserve({ id: 'f', amountMinor: 0, counters: [counter('over', 250)], holdMs: 60_000 }),
+      ).toEqual({ ok: false, key: 'over', limitMinor: 250, spentMinor: 300, reservedMinor: 0 });
+      // Under the same id it replaces a hold of 200; under a new id it takes no room.
+      const counters = [counter('room', 250), counter('free', null)];
+      await t.store.reserve({ id: 'r', amountMinor: 200, counters, holdMs: 60_000 });
+      expect((await t.store.reserve({ id: 'r', amountMinor: 0, counters, holdMs: 60_000 })).ok).toBe(true);
+      expect((await t.store.reserve({ id: 'new', amountMinor: 0, counters, holdMs: 60_000 })).ok).toBe(true);
+      expect(await t.store.readCounters(['room', 'free'])).toEqual([
+        { key: 'room', spentMinor: 0, reservedMinor: 0 },
+        { key: 'free', spentMinor: 0, reservedMinor: 0 },
+      ]);
+      expect((await t.store.reserve({ id: 'full', amountMinor: 250, counters, holdMs: 60_000 })).ok).toBe(
+        true,
+      );
+      await t.store.settle('new', ['room', 'free'], 0, 60_000);
+      await t.store.release('r', ['room', 'free']);
+      expect(await t.store.readCounters(['room'])).toEqual([
+        { key: 'room', spentMinor: 0, reservedMinor: 250 },
+      ]);
+    });
+
     it('reserving again under the same id replaces that hold', async () => {
       const counters = [counter('same', 250)];
       await t.store.reserve({ id: 'r', amountMinor: 200, counters, holdMs: 60_000 });

@@ -51,6 +51,8 @@ export class MemoryBudgets {
       }
     }
     for (const spec of specs) {
+      // A hold of 0 with none before it (a read an open window covers) changes no counter.
+      if (amount === 0 && !this.find(spec.key, now)?.holds.has(request.id)) continue;
       const c = this.findOrCreate(spec.key, now);
       c.held += amount - (c.holds.get(request.id)?.amount ?? 0);
       c.holds.set(request.id, { amount, expiresAt: now + holdMs });

@@ -33,13 +33,15 @@ end
 /**
  * reserve(n, id, amount, holdMs, off): KEYS[1..2n] = c1, h1, ...; counter i's limit ('' = none) is
  * ARGV[off + 2i - 1] and its ttl ARGV[off + 2i]. Returns {1} or {0, refusing index, spent, held}.
+ * A hold of 0 with none before it (a read an open window covers) changes no counter: nothing is
+ * written, and a counter without a limit is not even read (the whole step is then a few reads).
  */
 export const RESERVE_FN = `${NOW}${PURGE_HOLDS}
 local function reserve(n, id, amount, holdMs, off)
   for i = 1, n do
     local c, h = KEYS[2 * i - 1], KEYS[2 * i]
-    purge(c, h)
     local limit = ARGV[off + 2 * i - 1]
+    if limit ~= '' or amount ~= 0 then purge(c, h) end
     if limit ~= '' then
       local spent = tonumber(redis.call('HGET', c, 'spent') or 0)
       local held = tonumber(redis.call('HGET', c, 'held') or 0)
@@ -51,13 +53,16 @@ local function reserve(n, id, amount, holdMs, off)
   end
   for i = 1, n do
     local c, h, ttl = KEYS[2 * i - 1], KEYS[2 * i], ARGV[off + 2 * i]
-    local mine = tonumber(redis.call('HGET', c, 'h:' .. id) or 0)
-    redis.call('HSET', c, 'h:' .. id, amount)
-    redis.call('HINCRBY', c, 'held', amount - mine)
-    redis.call('HSETNX', c, 'spent', 0)
-    redis.call('ZADD', h, now + holdMs, id)
-    redis.call('PEXPIRE', c, ttl)
-    redis.call('PEXPIRE', h, ttl)
+    local had = redis.call('HGET', c, 'h:' .. id)
+    if amount ~= 0 or had then
+      local mine = tonumber(had or 0)
+      redis.call('HSET', c, 'h:' .. id, amount)
+      redis.call('HINCRBY', c, 'held', amount - mine)
+      redis.call('HSETNX', c, 'spent', 0)
+      redis.call('ZADD', h, now + holdMs, id)
+      redis.call('PEXPIRE', c, ttl)
+      redis.call('PEXPIRE', h, ttl)
+    end
   end
   return {1}
 end
