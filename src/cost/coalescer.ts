@@ -209,8 +209,10 @@ export class Coalescer {
     const { store } = this.options;
     const parked = parkable(answer);
     const handOver = (async () => {
-      // Started before this client has its answer (a lock held longer makes the next identical
-      // request follow an answer it did not wait for, after a poll), not awaited by it.
+      // From the next turn of the event loop, once this client's answer is written: even a
+      // store command not waited for costs the answer its socket write (the lock is held a turn
+      // longer: a request arriving meanwhile follows this answer, parked for it on demand).
+      await new Promise<void>((resolve) => setImmediate(resolve));
       // A store that cannot say whether anyone waits: parked (the safe side).
       const wanted = async () =>
         !onDemand ||
