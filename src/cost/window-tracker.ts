@@ -48,6 +48,22 @@ export class WindowTracker {
     return age >= 0 && age < this.memoMs ? hit.windows : undefined;
   }
 
+  /**
+   * The company's windows as last read or written here, at any age, when they make a read of
+   * `need` free now: a guess to act on while the store is asked, never an answer (an expiry is
+   * never lengthened behind this replica's back while it covers, but another replica's requisites
+   * check can end a dossier window early). undefined otherwise.
+   */
+  guess(inn: string, need: WindowKind): CompanyWindows | undefined {
+    const hit = this.memo.get(inn);
+    return hit && this.covers(hit.windows, need) ? hit.windows : undefined;
+  }
+
+  /** Remembers windows the store answered by other means (a charge's record returns them). */
+  learn(inn: string, windows: CompanyWindows): void {
+    this.remember(inn, this.options.clock.now(), windows);
+  }
+
   /** When the window that makes a read of `need` free really ends (no margin); 0 if none. */
   expiry(windows: CompanyWindows, need: WindowKind): number {
     return need === 'dossier'

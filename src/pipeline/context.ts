@@ -86,6 +86,13 @@ export interface RequestContext {
   outcomeUnknown?: boolean;
   /** Whether an open window covered this call when it arrived (set by the cache stage). */
   windowCovered?: boolean;
+  /**
+   * cache: set when the windows above are this replica's last look (WindowTracker.guess), not
+   * the store's: resolves whether the store's agree that the read is covered. The upstream call
+   * waits for it; false stops it before it is sent (NotReady) and the cache stage starts over
+   * with the store's windows.
+   */
+  windowsAgree?: Promise<boolean>;
   /** The upstream's X-Request-Id of the answer (log line). */
   upstreamRequestId?: string;
   /** Error envelope code and, for 402/429, why (log line, metrics; set by the error handler). */

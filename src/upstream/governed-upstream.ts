@@ -144,7 +144,7 @@ export class GovernedUpstream {
 }
 
 /** true once every given promise is true, false as soon as one is false; undefined if none given. */
-function allTrue(a?: Promise<boolean>, b?: Promise<boolean>): Promise<boolean> | undefined {
+export function allTrue(a?: Promise<boolean>, b?: Promise<boolean>): Promise<boolean> | undefined {
   if (!a || !b) return a ?? b;
   return new Promise((resolve) => {
     let left = 2;

@@ -5,68 +5,117 @@
 // checked by the stages BEFORE this one: the cache is shared by all apps, its answers are not.
 // Reads the company's windows once (a refresh inside an open window is free upstream).
 import type { CacheEntry, CacheRequest } from '../../cache/index.ts';
+import { NotReady } from '../../upstream/governed-upstream.ts';
 import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
-import { type Answer, isRefusal } from '../outcome.ts';
+import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 
-export const cache: StageFactory = (deps) => async (ctx, next) => {
-  if (ctx.policy === null) {
-    // A cached route whose request has no key (e.g. an unparsable page): passed through.
-    if (ctx.route.cache !== null) ctx.cache = 'BYPASS';
-    return next();
-  }
-  let windowOpen = false;
-  const covered = ctx.shape?.covered ?? null;
-  if (ctx.shape && covered) {
-    try {
-      ctx.windows = await deps.windows.get(ctx.shape.inn);
-      windowOpen = deps.windows.covers(ctx.windows, covered);
-      ctx.windowCovered = windowOpen;
+export const cache: StageFactory = (deps) => {
+  const stage = async (
+    ctx: RequestContext,
+    next: () => Promise<Outcome>,
+    guess: boolean,
+  ): Promise<Outcome> => {
+    if (ctx.policy === null) {
+      // A cached route whose request has no key (e.g. an unparsable page): passed through.
+      if (ctx.route.cache !== null) ctx.cache = 'BYPASS';
+      return next();
+    }
+    let windowOpen = false;
+    const covered = ctx.shape?.covered ?? null;
+    const inn = ctx.shape?.inn;
+    const guessed = guess && inn && covered ? deps.windows.guess(inn, covered) : undefined;
+    if (inn && covered && guessed) {
+      // This replica last saw a window covering the read: the stages below go on as covered (its
+      // lock, charge entry of 0 and rate slot asked for at once) while the store's windows are
+      // read; the call is sent only if they agree (ctx.windowsAgree), else all starts over here.
+      ctx.windows = guessed;
+      windowOpen = true;
+      ctx.windowCovered = true;
+      ctx.windowsAgree = deps.windows.get(inn).then(
+        (windows) => deps.windows.covers(windows, covered),
+        () => false,
+      );
+    } else if (inn && covered) {
+      try {
+        ctx.windows = await deps.windows.get(inn);
+        windowOpen = deps.windows.covers(ctx.windows, covered);
+        ctx.windowCovered = windowOpen;
+      } catch (err) {
+        // Unknown windows: judged closed, so a too-old entry is not refreshed "for free".
+        deps.logger.warn({ err: (err as Error).message }, 'windows unreadable; judged closed');
+      }
+    }
+    if (ctx.windows && covered) {
       const expiry = deps.windows.expiry(ctx.windows, covered);
       if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
-    } catch (err) {
-      // Unknown windows: judged closed, so a too-old entry is not refreshed "for free".
-      deps.logger.warn({ err: (err as Error).message }, 'windows unreadable; judged closed');
     }
-  }
-  const creq: CacheRequest = {
-    route: ctx.route.name,
-    params: ctx.call.params,
-    query: ctx.call.query,
-    app: ctx.app?.name ?? null,
-    directives: ctx.directives,
-    windowOpen,
-    ...(ctx.ticket?.inn ? { inn: ctx.ticket.inn } : {}),
+    const creq: CacheRequest = {
+      route: ctx.route.name,
+      params: ctx.call.params,
+      query: ctx.call.query,
+      app: ctx.app?.name ?? null,
+      directives: ctx.directives,
+      windowOpen,
+      ...(ctx.ticket?.inn ? { inn: ctx.ticket.inn } : {}),
+    };
+    const found = await deps.cache.lookup(creq);
+    if (found.action === 'serve') return served(ctx, deps, found.entry, found.status);
+    if (found.action === 'not_cached') return refuse('not_cached');
+    if (found.action === 'bypass') {
+      ctx.cache = 'BYPASS';
+      return next();
+    }
+    let out: Outcome;
+    try {
+      out = await next();
+    } catch (err) {
+      // The windows assumed were not the store's (here, or in the leader this request followed):
+      // nothing was sent and nothing is held; once more, from the store's windows.
+      if (!(err instanceof NotReady) || !guess) throw err;
+      forgetBelowCache(ctx);
+      return stage(ctx, next, false);
+    }
+    // Answered from the dossier entry (stages/derive.ts): not stored again, its Age is the dossier's.
+    if (ctx.cache === 'DERIVED') return out;
+    const failed = isRefusal(out)
+      ? out.code === 'upstream_unavailable'
+      : out.status === 502 || out.status === 503;
+    if (failed) {
+      const stale = deps.cache.onUpstreamError(found.staleEntry, ctx.directives, ctx.app?.name ?? null);
+      if (stale) return served(ctx, deps, stale, 'STALE');
+    }
+    if (isRefusal(out)) return out;
+    if (ctx.cache !== 'COALESCED') {
+      // A free read is stored after its answer is written (a read before that is one more free
+      // call). Any other answer is stored first, so a read right after it never pays again.
+      if (freeRead(ctx, deps)) deps.cache.saveLater(creq, out);
+      else await deps.cache.save(creq, out);
+      ctx.cache = 'MISS';
+    }
+    return { ...out, headers: { ...out.headers, age: '0' } };
   };
-  const found = await deps.cache.lookup(creq);
-  if (found.action === 'serve') return served(ctx, deps, found.entry, found.status);
-  if (found.action === 'not_cached') return refuse('not_cached');
-  if (found.action === 'bypass') {
-    ctx.cache = 'BYPASS';
-    return next();
-  }
-  const out = await next();
-  // Answered from the dossier entry (stages/derive.ts): not stored again, its Age is the dossier's.
-  if (ctx.cache === 'DERIVED') return out;
-  const failed = isRefusal(out)
-    ? out.code === 'upstream_unavailable'
-    : out.status === 502 || out.status === 503;
-  if (failed) {
-    const stale = deps.cache.onUpstreamError(found.staleEntry, ctx.directives, ctx.app?.name ?? null);
-    if (stale) return served(ctx, deps, stale, 'STALE');
-  }
-  if (isRefusal(out)) return out;
-  if (ctx.cache !== 'COALESCED') {
-    // A free read is stored after its answer is written (a read before that is one more free
-    // call). Any other answer is stored first, so a read right after it never pays again.
-    if (freeRead(ctx, deps)) deps.cache.saveLater(creq, out);
-    else await deps.cache.save(creq, out);
-    ctx.cache = 'MISS';
-  }
-  return { ...out, headers: { ...out.headers, age: '0' } };
+  return (ctx, next) => stage(ctx, next, true);
 };
+
+/** What the stages from here down set on a first pass that sent nothing. */
+function forgetBelowCache(ctx: RequestContext): void {
+  for (const key of [
+    'windows',
+    'windowCovered',
+    'windowExpires',
+    'windowsAgree',
+    'covered',
+    'charge',
+    'opened',
+    'estimateMinor',
+    'lead',
+    'cache',
+  ] as const)
+    delete ctx[key];
+}
 
 /** The window must stay open this long after the answer for its entry to be stored after it. */
 const DEFER_SAVE_MIN_WINDOW_MS = 1_000;

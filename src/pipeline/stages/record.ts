@@ -9,7 +9,7 @@
 // - No answer (timeout, lost connection, a fault): the outcome is unknown, so the charge stays
 //   counted against every budget until the reconciler replays its key.
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
-import { NotLeader } from '../../upstream/governed-upstream.ts';
+import { NotLeader, NotReady } from '../../upstream/governed-upstream.ts';
 import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
 import { ClientGone } from './upstream.ts';
@@ -34,7 +34,8 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
     const charge = (await ctx.opened) ? ctx.charge : undefined;
     // Gone while queued, or another replica leads it: nothing was sent. Any other fault: the call
     // may have gone out. No charge opened (refused, the store down): nothing was sent either.
-    if (charge && (err instanceof ClientGone || err instanceof NotLeader)) await deps.charges.release(charge);
+    if (charge && (err instanceof ClientGone || err instanceof NotLeader || err instanceof NotReady))
+      await deps.charges.release(charge);
     else if (charge) await deps.charges.unknown(charge);
     throw err;
   }
@@ -81,8 +82,10 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
     else if (ctx.call.idempotencyKey === undefined)
       // The upstream replayed a charge already counted under this request's key.
       deps.metrics.saved(ctx, 'idempotent', amount);
-    if (recorded.windows) windows = recorded.windows;
-    else if (opens && opensWindow) windows = deps.windows.openedAt(windows, opens, startedAt);
+    if (recorded.windows) {
+      windows = recorded.windows;
+      deps.windows.learn(ctx.shape.inn, windows);
+    } else if (opens && opensWindow) windows = deps.windows.openedAt(windows, opens, startedAt);
     if (recorded.chargedMinor > 0) {
       deps.logger.info(
         {

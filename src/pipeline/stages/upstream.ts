@@ -7,7 +7,7 @@
 // stage; a caller gone while queued is thrown as ClientGone. A POST /v1/check spends the `check`
 // class only when it can start a cold check (cold-checks.ts).
 import { gatewayOpenApi } from '../../openapi/gateway-openapi.ts';
-import { QueueRefusal } from '../../upstream/governed-upstream.ts';
+import { allTrue, QueueRefusal } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
 import type { Answer } from '../outcome.ts';
 import { rateLimited } from '../refusals.ts';
@@ -55,7 +55,8 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
       signal: survivesClient(ctx) ? undefined : ctx.signal,
       skip,
       lead: ctx.lead,
-      ready: ctx.opened,
+      // Sent only once its charge entry is written and the windows it assumed are the store's.
+      ready: allTrue(ctx.opened, ctx.windowsAgree),
       unspent: (r) => unspentBy(ctx.route.name, r),
     });
     await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
