@@ -8,15 +8,13 @@
 // store is measured in the same alternation (a unique key prefix; only its keys are deleted).
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix.
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { startCpgw } from './cpgw-process.ts';
+import { startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
 
 const N = Number(process.argv[2] ?? 2000);
 // One upstream account per client: the emulator keeps coverage windows per account, as the
@@ -31,35 +29,9 @@ const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const round = (x: number) => Math.round(x * 1000) / 1000;
 
-const emu = await startCpgw(
-  [
-    'emulator',
-    '--port',
-    '0',
-    '--api-key',
-    `${UPSTREAM_KEY};name=bench;account=1`,
-    '--api-key',
-    `${GATEWAY_KEYS.memory};name=gateway-memory;account=2`,
-    '--api-key',
-    `${GATEWAY_KEYS.redis};name=gateway-redis;account=3`,
-    '--key-limit',
-    '100000000',
-    '--suggest-limit',
-    '100000000',
-  ],
-  {},
-  /http:\/\/127\.0\.0\.1:\d+/,
-);
-const emuUrl = emu.match[0];
-const token = newToken();
-const dir = await mkdtemp(join(tmpdir(), 'cpgw-bench-'));
-const configFile = join(dir, 'gateway.yaml');
-await writeFile(
-  configFile,
-  // The emulator's limits are lifted, so the gateway's must be too (a ceiling over what the
-  // upstream reports), or the bench would measure the rate queue instead of the gateway.
-  `log:\n  level: warn\nlimits:\n  key: { limit: 1000000, burst: 1000000 }\n  suggest: { limit: 1000000, burst: 1000000 }\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
-);
+const emu = await startLiftedEmulator([UPSTREAM_KEY, GATEWAY_KEYS.memory, GATEWAY_KEYS.redis]);
+const emuUrl = emu.url;
+const { configFile, token } = await writeLiftedGatewayConfig();
 const gw = await startCpgw(
   ['start'],
   {

@@ -11,14 +11,13 @@
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefixes.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { startCpgw } from './cpgw-process.ts';
+import { startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -45,30 +44,9 @@ for (const dir of builds) {
 
 const DIRECT_KEY = 'ab-direct';
 const gatewayKey = (i: number) => `ab-gateway-${i}`;
-const emu = await startCpgw(
-  [
-    'emulator',
-    '--port',
-    '0',
-    '--api-key',
-    `${DIRECT_KEY};name=direct;account=1`,
-    ...builds.flatMap((_, i) => ['--api-key', `${gatewayKey(i)};name=gateway-${i};account=${i + 2}`]),
-    '--key-limit',
-    '100000000',
-    '--suggest-limit',
-    '100000000',
-  ],
-  {},
-  /http:\/\/127\.0\.0\.1:\d+/,
-);
-const emuUrl = emu.match[0];
-const token = newToken();
-const dir = await mkdtemp(join(tmpdir(), 'cpgw-ab-'));
-const configFile = join(dir, 'gateway.yaml');
-await writeFile(
-  configFile,
-  `log:\n  level: warn\nlimits:\n  key: { limit: 1000000, burst: 1000000 }\n  suggest: { limit: 1000000, burst: 1000000 }\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
-);
+const emu = await startLiftedEmulator([DIRECT_KEY, ...builds.map((_, i) => gatewayKey(i))]);
+const emuUrl = emu.url;
+const { configFile, token } = await writeLiftedGatewayConfig();
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefixes = builds.map((_, i) => `cpgw-bench-ab-${randomBytes(4).toString('hex')}-${i}:`);
 const gateways = [];
