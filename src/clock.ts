@@ -10,7 +10,51 @@ export interface Clock {
    * Resolves once `ms` of this clock's time has passed, or at once when `signal` aborts (it never
    * rejects: a caller that cares checks `signal.aborted` afterwards).
    */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  sleep(ms: number, signal?: WakeSignal): Promise<void>;
+}
+
+/**
+ * What ends a sleep early: an AbortSignal, or a Waker. Only these three members are used, so a
+ * sleep never needs an EventTarget.
+ */
+export interface WakeSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/**
+ * A one-shot wake-up for sleeps, for code that makes and ends one on every call (a lease per
+ * coalesced lead and per charge). An AbortController does the same through an EventTarget: about
+ * 9 us to make, listen to and abort on a 2-core VM, against well under 1 us here.
+ */
+export class Waker implements WakeSignal {
+  private woken = false;
+  private listeners: (() => void)[] | null = null;
+
+  get aborted(): boolean {
+    return this.woken;
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (this.woken) return;
+    if (this.listeners) this.listeners.push(listener);
+    else this.listeners = [listener];
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const at = this.listeners?.indexOf(listener) ?? -1;
+    if (at >= 0) this.listeners!.splice(at, 1);
+  }
+
+  /** Ends every sleep waiting on it, now and later (once woken, it stays woken). */
+  wake(): void {
+    if (this.woken) return;
+    this.woken = true;
+    const listeners = this.listeners;
+    this.listeners = null;
+    if (listeners) for (const listener of listeners) listener();
+  }
 }
 
 /** A source of uniformly distributed numbers in [0, 1) (jitter, backoff). */
@@ -31,7 +75,7 @@ export function seededRandom(seed: number): Random {
 }
 
 /** Real-time sleep on the event loop's timers. */
-export function timerSleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function timerSleep(ms: number, signal?: WakeSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const done = () => {
@@ -73,7 +117,7 @@ export class ManualClock implements Clock {
     return this.ms;
   }
 
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  sleep(ms: number, signal?: WakeSignal): Promise<void> {
     if (ms <= 0 || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const sleeper: Sleeper = {
@@ -111,7 +155,7 @@ export class OffsetClock implements Clock {
   now(): number {
     return this.base.now() + this.offsetMs;
   }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  sleep(ms: number, signal?: WakeSignal): Promise<void> {
     return this.base.sleep(ms, signal);
   }
   advance(ms: number): void {

@@ -1,7 +1,7 @@
 // A lease kept alive while work runs: renew() every `everyMs` on the injected clock until stop().
 // Locks and pending charges of a replica that dies are then freed within one lease (10 s by
 // default), whatever the caller's own wait was; a live caller never loses them mid-call.
-import { type Clock, wakeSleepers } from '../clock.ts';
+import { type Clock, Waker } from '../clock.ts';
 
 export interface Lease {
   /** Stops renewing (the holder releases or records separately). */
@@ -18,11 +18,11 @@ export function keepAlive(
   renew: () => Promise<boolean>,
   onError: (err: unknown) => void = () => {},
 ): Lease {
-  const controller = new AbortController();
+  const waker = new Waker();
   void (async () => {
     for (;;) {
-      await clock.sleep(everyMs, controller.signal);
-      if (controller.signal.aborted) return;
+      await clock.sleep(everyMs, waker);
+      if (waker.aborted) return;
       try {
         if (!(await renew())) return;
       } catch (err) {
@@ -30,5 +30,5 @@ export function keepAlive(
       }
     }
   })();
-  return { stop: () => wakeSleepers(controller) };
+  return { stop: () => waker.wake() };
 }

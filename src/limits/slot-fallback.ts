@@ -15,7 +15,7 @@
 //
 // Must never: grant a slot without a take (shared or local), let one Store fault refuse every
 // request, or report a mode change more than once per change.
-import type { Clock } from '../clock.ts';
+import type { Clock, WakeSignal } from '../clock.ts';
 import { MemorySlots } from '../store/memory/memory-slots.ts';
 import type { LimitClassSpec, LimitClassState, Store, TakeResult } from '../store/store.ts';
 import type { LimitClassConfig, LimitClassName } from './limit-classes.ts';
@@ -96,7 +96,7 @@ export class SlotFallback implements GovernedSlots {
     this.probeMs = o.probeMs ?? 250;
     this.local = new MemorySlots({
       now: () => this.backdateTo ?? o.clock.now(),
-      sleep: (ms: number, signal?: AbortSignal) => o.clock.sleep(ms, signal),
+      sleep: (ms: number, signal?: WakeSignal) => o.clock.sleep(ms, signal),
     });
   }
 
