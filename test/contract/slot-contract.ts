@@ -53,6 +53,12 @@ export function describeSlotContract(t: ContractContext): void {
       // The same as a read right after it.
       const states = await t.store.limiterState([cls('search', 2), cls('key', 5), cls('check', 2)]);
       expect(states).toEqual([byName.search, byName.key, byName.check]);
+      // The same take again (a retry under the same id) counts its start once.
+      const again = await t.store.takeSlots([cls('key', 5)], 'b', [cls('search', 2)]);
+      expect(again.ok && again.states).toEqual([
+        { name: 'key', used: 2, pausedForMs: 0 },
+        { name: 'search', used: 1, pausedForMs: 0 },
+      ]);
       // Without `read`, and when refused, there are none.
       expect(await t.store.takeSlots([cls('check', 2)], 'c')).toEqual({ ok: true });
       const refused = await t.store.takeSlots([cls('search', 1)], 'd', read);

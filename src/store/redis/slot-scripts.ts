@@ -9,12 +9,13 @@ import { type LuaScript, lua, NOW } from './lua.ts';
  * The decision of a take, shared by both take scripts: for each of the n classes (KEYS w, p in
  * pairs; limit and window at ARGV[2i + at], ARGV[2i + at + 1]), drops starts older than the
  * window and finds how long until the class could take one more (its pause, or its oldest start
- * in the way leaving). Sets `worst`, `worstWait` (the class that frees up last) and `waits` (each
- * class's pause left). Writes nothing but the expired starts.
+ * in the way leaving). Sets `worst`, `worstWait` (the class that frees up last), `waits` (each
+ * class's pause left) and `useds` (each class's starts in its window). Writes nothing but the
+ * expired starts.
  */
 function decide(at: 0 | 1): string {
   return `local worst, worstWait = 0, 0
-local waits = {}
+local waits, useds = {}, {}
 for i = 1, n do
   local w, p = KEYS[2 * i - 1], KEYS[2 * i]
   local limit, window = tonumber(ARGV[2 * i + ${at}]), tonumber(ARGV[2 * i + ${at + 1}])
@@ -23,6 +24,7 @@ for i = 1, n do
   if wait < 0 then wait = 0 end
   waits[i] = wait
   local used = redis.call('ZCARD', w)
+  useds[i] = used
   if used >= limit and not redis.call('ZSCORE', w, id) then
     local free = window
     if limit > 0 then
@@ -86,9 +88,10 @@ ${decide(1)}if worst > 0 then return {0, worst, worstWait} end
 local out = {1}
 for i = 1, n do
   local w, window = KEYS[2 * i - 1], ARGV[2 * i + 2]
-  redis.call('ZADD', w, now, id)
+  -- ZADD answers 1 for a new start, 0 for this id's own again (a retry): the count after it
+  -- without one more ZCARD per class.
+  out[#out + 1] = useds[i] + redis.call('ZADD', w, now, id)
   redis.call('PEXPIRE', w, window)
-  out[#out + 1] = redis.call('ZCARD', w)
   out[#out + 1] = waits[i]
 end
 for j = n + 1, #KEYS / 2 do
