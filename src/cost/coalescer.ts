@@ -252,19 +252,38 @@ export class Coalescer {
     // Someone was in flight when we arrived: its parked answer, once there, is ours. Look for
     // it before trying the lock again, so the leader's release does not make us call twice.
     let leader = await store.get(lock);
-    let told: string | null = null;
+    // Every leader told, not only the last: one seen holding the lock for a moment may be a
+    // follower like us (its look after taking it), which parks nothing.
+    const told = new Set<string>();
     for (;;) {
       // Tell the leader someone waits (it parks its answer only then, on demand).
-      if (leader && leader !== told) {
+      if (leader && !told.has(leader)) {
         await store.set(wantedKey(key, leader), '1', ttl());
-        told = leader;
+        told.add(leader);
       }
       await clock.sleep(this.pollMs);
       const parked = leader ? await store.getBlob(parkedKey(key, leader)) : null;
       if (parked) return { answer: decode(parked) };
-      if (await store.acquireLock(lock, owner, ttl())) return { owner };
+      if (await store.acquireLock(lock, owner, ttl())) {
+        // The look and this try are two commands: the leader may have parked its answer and
+        // released the lock between them (seen under CPU load). It parks before it releases, so
+        // a look made now, holding the lock, finds that answer: ours, and the lock given back.
+        const late = await this.parkedBy(key, told);
+        if (late === null) return { owner };
+        await store.releaseLock(lock, owner).catch(() => {});
+        return { answer: late };
+      }
       leader = (await store.get(lock)) ?? leader;
       if (clock.now() >= deadline) return { owner: null };
     }
+  }
+
+  /** The answer one of `leaders` parked; null when none did (or the store cannot say). */
+  private async parkedBy(key: string, leaders: Iterable<string>): Promise<SharedAnswer | null> {
+    for (const leader of leaders) {
+      const parked = await this.options.store.getBlob(parkedKey(key, leader)).catch(() => null);
+      if (parked) return decode(parked);
+    }
+    return null;
   }
 }
