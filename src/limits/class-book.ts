@@ -81,6 +81,8 @@ export class ClassBook {
   minuteCap: MinuteCap | null = null;
   /** This replica's own slots still in a window, per store class (for estimates). */
   readonly ownSlots = new Map<string, Map<string, number>>();
+  /** The minute log ownSlots keeps (remember()), if any. */
+  private ownMinute: string | null = null;
   /** Per store class, this replica's newest slot (ownSlots' last entry, without a scan). */
   private readonly newest = new Map<string, { id: string; at: number }>();
   private readonly apps = new Map<string, AppLimits>();
@@ -270,9 +272,12 @@ export class ClassBook {
 
   /** Records one of this replica's slots; forgets those that have left their window. */
   remember(spec: ClassSpec, id: string, now: number): void {
-    if (spec.cls.kind === 'minute') {
+    // One minute log is kept: the last one remembered. The others are dropped when it changes,
+    // not looked for on every take (every key call remembers its minute).
+    if (spec.cls.kind === 'minute' && spec.name !== this.ownMinute) {
       for (const name of this.ownSlots.keys())
         if (decodeStoreClass(name)?.kind === 'minute' && name !== spec.name) this.ownSlots.delete(name);
+      this.ownMinute = spec.name;
     }
     let own = this.ownSlots.get(spec.name);
     if (!own) {

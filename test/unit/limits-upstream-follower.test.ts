@@ -7,6 +7,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { ClassBook } from '../../src/limits/class-book.ts';
 import { FairShare } from '../../src/limits/fair-share.ts';
 import { limitClassesWith } from '../../src/limits/limit-classes.ts';
+import { classSpec } from '../../src/limits/store-class.ts';
 import {
   decodeLimitsChange,
   encodeLimitsChange,
@@ -302,5 +303,40 @@ describe('UpstreamFollower: two replicas on one store', () => {
     await store.publish(LIMITS_CHANNEL, encodeLimitsChange('b', { keyLimit: 5 }));
     await flush();
     expect([a.book.keyLimit, a.seen.changes]).toEqual([60, 0]);
+  });
+});
+
+describe("ClassBook: this replica's own minute log", () => {
+  it('keeps only the minute log remembered last, whichever minute it is', () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+    const classes = limitClassesWith();
+    const fair = new FairShare({
+      store,
+      now: () => clock.now(),
+      instance: 'a',
+      refreshMs: 100,
+      windowOf: (c) => classes[c].windowMs,
+      weightOf: () => 1,
+      knownApps: () => [],
+      onError: () => {},
+    });
+    const book = new ClassBook(store, clock, classes, [], fair, 1000);
+    const minute = (resetAtMs: number) => classSpec({ kind: 'minute', resetAtMs }, 60, 61_000);
+    const key = classSpec({ kind: 'class', cls: 'key' }, 60, 60_000);
+    const logs = () => [...book.ownSlots.keys()].sort();
+    const m1 = minute(clock.now() + 30_000);
+    const m2 = minute(clock.now() + 90_000);
+    book.remember(key, 'k1', clock.now());
+    book.remember(m1, 'k1', clock.now());
+    book.remember(m1, 'k2', clock.now());
+    expect(logs()).toEqual(['key', m1.name].sort());
+    expect(book.ownSlots.get(m1.name)?.size).toBe(2);
+    book.remember(m2, 'k3', clock.now());
+    expect(logs()).toEqual(['key', m2.name].sort());
+    // An older minute remembered again (an answer that came late) replaces the newer one, as before.
+    book.remember(m1, 'k4', clock.now());
+    expect(logs()).toEqual(['key', m1.name].sort());
+    expect(book.ownSlots.get(m1.name)?.size).toBe(1);
   });
 });
