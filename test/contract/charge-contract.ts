@@ -172,6 +172,27 @@ export function describeChargeContract(t: ContractContext): void {
       expect(await ledger()).toEqual([]);
     });
 
+    it('releasing a charge opened at 0 leaves every counter as it was; one that replaced a hold gives it back', async () => {
+      await t.store.openCharge(pending('held', { estimateMinor: 200 }), specs());
+      // Opened at 0 with no hold before it: no counter written, none to give back.
+      await t.store.openCharge(pending('free', { estimateMinor: 0 }), specs());
+      // Opened at 300, then again at 0 under the same key (a retry judged covered): its hold is 0 now.
+      await t.store.openCharge(pending('again'), specs());
+      await t.store.openCharge(pending('again', { estimateMinor: 0 }), specs());
+      expect((await counters())[0]).toEqual({ key: DAY, spentMinor: 0, reservedMinor: 200 });
+      await t.store.releaseCharge('free');
+      await t.store.releaseCharge('again');
+      expect(await counters()).toEqual([
+        { key: DAY, spentMinor: 0, reservedMinor: 200 },
+        { key: MONTH, spentMinor: 0, reservedMinor: 200 },
+      ]);
+      expect((await t.store.pendingCharges()).map((p) => p.key)).toEqual(['held']);
+      // The room the 0-holds never took is all there: 800 more fit under the cap of 1000.
+      expect((await t.store.openCharge(pending('fits', { estimateMinor: 800 }), specs())).ok).toBe(true);
+      await t.store.releaseCharge('held');
+      expect((await counters())[0]).toEqual({ key: DAY, spentMinor: 0, reservedMinor: 800 });
+    });
+
     it('a charge estimated at 0 (inside a window) is released and recorded like any other', async () => {
       // Redis: the hold's 0 came back as -0 in Lua and HINCRBY refused "-0" (not an integer),
       // so every free call's release failed and went to the outbox and the reconciler.

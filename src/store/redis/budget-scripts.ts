@@ -32,7 +32,8 @@ end
 
 /**
  * reserve(n, id, amount, holdMs, off): KEYS[1..2n] = c1, h1, ...; counter i's limit ('' = none) is
- * ARGV[off + 2i - 1] and its ttl ARGV[off + 2i]. Returns {1} or {0, refusing index, spent, held}.
+ * ARGV[off + 2i - 1] and its ttl ARGV[off + 2i]. Returns {1, wrote} (wrote: 1 when a counter
+ * was written, 0 when none was) or {0, refusing index, spent, held}.
  * A hold of 0 with none before it (a read an open window covers) changes no counter: nothing is
  * written, and a counter without a limit is not even read (the whole step is then a few reads).
  */
@@ -51,10 +52,12 @@ local function reserve(n, id, amount, holdMs, off)
       end
     end
   end
+  local wrote = 0
   for i = 1, n do
     local c, h, ttl = KEYS[2 * i - 1], KEYS[2 * i], ARGV[off + 2 * i]
     local had = redis.call('HGET', c, 'h:' .. id)
     if amount ~= 0 or had then
+      wrote = 1
       local mine = tonumber(had or 0)
       redis.call('HSET', c, 'h:' .. id, amount)
       redis.call('HINCRBY', c, 'held', amount - mine)
@@ -64,7 +67,7 @@ local function reserve(n, id, amount, holdMs, off)
       redis.call('PEXPIRE', h, ttl)
     end
   end
-  return {1}
+  return {1, wrote}
 end
 `;
 

@@ -76,7 +76,9 @@ return append_ledger(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 /**
  * KEYS: c1, h1, ..., cn, hn, pending entry, pending index.
  * ARGV: id, amount, holdMs, limit1, ttl1, ..., json, owner, leaseUntil, at, entry ttl.
- * Returns reserve()'s answer; writes the entry only when every counter held.
+ * Returns reserve()'s answer; writes the entry only when every counter held. The entry's `z` is 1
+ * when no counter was written (a hold of 0 with none before it): its release then has no counter
+ * to settle.
  */
 export const OPEN_CHARGE: LuaScript = lua(
   'openCharge',
@@ -86,7 +88,7 @@ local res = reserve(n, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), 3)
 if res[1] ~= 1 then return res end
 local p, pz, a = KEYS[2 * n + 1], KEYS[2 * n + 2], 3 + 2 * n
 redis.call('DEL', p)
-redis.call('HSET', p, 'j', ARGV[a + 1], 'o', ARGV[a + 2], 'l', ARGV[a + 3], 'n', 0)
+redis.call('HSET', p, 'j', ARGV[a + 1], 'o', ARGV[a + 2], 'l', ARGV[a + 3], 'n', 0, 'z', 1 - res[2])
 redis.call('PEXPIRE', p, ARGV[a + 5])
 redis.call('ZADD', pz, ARGV[a + 4], ARGV[1])
 return res
@@ -151,11 +153,16 @@ return {recorded, tonumber(wd[1] or 0), tonumber(wd[2] or 0)}
 `,
 );
 
-/** KEYS: pending entry, pending index. ARGV: key base, key. */
+/**
+ * KEYS: pending entry, pending index. ARGV: key base, key. An entry whose open wrote no counter
+ * (`z` 1) is dropped without reading its JSON or its counters (every in-window read ends here).
+ */
 export const RELEASE_CHARGE: LuaScript = lua(
   'releaseCharge',
   `${SETTLE_FN}${COUNTERS_FN}
-for _, name in ipairs(pending_counters(KEYS[1])) do settle_named(ARGV[1], name, ARGV[2], '', 1) end
+if redis.call('HGET', KEYS[1], 'z') ~= '1' then
+  for _, name in ipairs(pending_counters(KEYS[1])) do settle_named(ARGV[1], name, ARGV[2], '', 1) end
+end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
 return 1
