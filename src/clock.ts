@@ -25,8 +25,8 @@ export interface WakeSignal {
 
 /**
  * A one-shot wake-up for sleeps, for code that makes and ends one on every call (a lease per
- * coalesced lead and per charge). An AbortController does the same through an EventTarget: about
- * 9 us to make, listen to and abort on a 2-core VM, against well under 1 us here.
+ * coalesced lead and per charge). An AbortController does the same through an EventTarget: a
+ * sleep made, woken and ended through one cost 8.4-9.8 us on a 2-core VM, through a Waker 1.0-1.7.
  */
 export class Waker implements WakeSignal {
   private woken = false;
