@@ -6,12 +6,13 @@
 // bench/results/gateway-latency.json.
 //   node bin/run-ts.js bench/gateway-latency.ts [N] [--interleaved]
 // With Redis reachable (REDIS_URL, else redis://127.0.0.1:6379) a second gateway on the Redis
-// store is measured too (a unique key prefix; only its keys are deleted). Each gateway gets its
-// own pass (direct, gateway, direct, gateway, ...): were the two interleaved in one alternation
-// (direct, memory, Redis; `--interleaved`, what this bench did until session 8), the one called
-// second would be measured while the other still does the work it does after its answer (the
-// cache write, the lock's release): on a 2-core machine that put 0.2-0.5 ms on the second
-// gateway's figure, which is no cost of that gateway.
+// store is measured too (a unique key prefix; only its keys are deleted). Each gateway is called
+// alone (direct, gateway, direct, gateway, ...), in blocks of 250 rounds taken in turn with the
+// other gateway's blocks, so both see the same stretches of machine time. Were the two
+// interleaved in one alternation (direct, memory, Redis; `--interleaved`, what this bench did
+// until session 8), the one called second would be measured while the other still does the work
+// it does after its answer (the cache write, the lock's release): on a 2-core machine that put
+// 0.2-0.5 ms on the second gateway's figure, which is no cost of that gateway.
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix.
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -25,6 +26,8 @@ import { startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-ri
 const args = process.argv.slice(2);
 const INTERLEAVED = args.includes('--interleaved');
 const N = Number(args.find((a) => !a.startsWith('--')) ?? 2000);
+/** Rounds per block; the gateways' blocks are taken in turn. */
+const BLOCK = 250;
 // One upstream account per client: the emulator keeps coverage windows per account, as the
 // upstream does. Were the gateways to share the direct client's account, the first of them to
 // read the dossier would open its window for all; the others, told "charged 0" without having
@@ -126,16 +129,27 @@ const summary = (xs: number[]) => {
 for (const route of routes) {
   for (const g of gateways) await once(g.pool, route.path, token); // opens the window for the dossier (one charge)
   const row: Record<string, unknown> = { n: N };
-  for (const pass of INTERLEAVED ? [gateways] : gateways.map((g) => [g])) {
-    await alternate(route.path, pass, 200); // warm-up
-    const { d, per } = await alternate(route.path, pass, N);
-    for (const [store, g] of per) {
-      row[store] = {
-        gateway_ms: summary(g),
-        added_ms: summary(g.map((x, i) => x - d[i]!)),
-        direct_ms: summary(d),
-      };
+  // Each gateway alone, in blocks of BLOCK rounds taken in turn (memory, Redis, memory, ...), so
+  // both sample the same stretches of machine time: on a shared VM the same pass can move by
+  // tens of percent from one minute to the next.
+  const passes = INTERLEAVED ? [gateways] : gateways.map((g) => [g]);
+  for (const pass of passes) await alternate(route.path, pass, 200); // warm-up
+  const times = new Map(gateways.map((g) => [g.store, { d: [] as number[], g: [] as number[] }]));
+  for (let done = 0; done < N; done += BLOCK) {
+    for (const pass of passes) {
+      const { d, per } = await alternate(route.path, pass, Math.min(BLOCK, N - done));
+      for (const [store, g] of per) {
+        times.get(store)!.d.push(...d);
+        times.get(store)!.g.push(...g);
+      }
     }
+  }
+  for (const [store, t] of times) {
+    row[store] = {
+      gateway_ms: summary(t.g),
+      added_ms: summary(t.g.map((x, i) => x - t.d[i]!)),
+      direct_ms: summary(t.d),
+    };
   }
   results[route.name] = row;
   const parts = gateways.map(({ store }) => {
@@ -164,7 +178,7 @@ const report = {
   node: process.version,
   note: INTERLEAVED
     ? 'same run, alternating calls (direct, gateway memory, gateway Redis); Cache-Control: no-cache, so every call goes upstream'
-    : 'same run, one pass per gateway alternating calls (direct, gateway); Cache-Control: no-cache, so every call goes upstream',
+    : 'same run, each gateway alone alternating with direct calls (direct, gateway), in blocks of 250 rounds taken in turn with the other gateway; Cache-Control: no-cache, so every call goes upstream',
   results,
 };
 await writeFile('bench/results/gateway-latency.json', `${JSON.stringify(report, null, 2)}\n`);
