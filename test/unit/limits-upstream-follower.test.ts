@@ -23,6 +23,22 @@ const flush = async (times = 3) => {
   for (let i = 0; i < times; i++) await new Promise((r) => setImmediate(r));
 };
 
+/** One replica's class book with the default classes, on `store`. */
+function classBook(store: Store, clock: ManualClock, instance: string, onError: (e: unknown) => void) {
+  const classes = limitClassesWith();
+  const fair = new FairShare({
+    store,
+    now: () => clock.now(),
+    instance,
+    refreshMs: 100,
+    windowOf: (c) => classes[c].windowMs,
+    weightOf: () => 1,
+    knownApps: () => [],
+    onError,
+  });
+  return new ClassBook(store, clock, classes, [], fair, 1000);
+}
+
 describe('minuteCapLimit', () => {
   it("subtracts this replica's OTHER key calls in flight: the observed one is counted upstream", () => {
     expect(minuteCapLimit({ route: 'company', logged: 5, remaining: 4, keyCallsInFlight: 3 })).toBe(7);
@@ -88,19 +104,8 @@ describe('UpstreamFollower: two replicas on one store', () => {
   });
 
   function replica(store: Store, clock: ManualClock, instance: string, inFlight = 0) {
-    const classes = limitClassesWith();
     const errors: unknown[] = [];
-    const fair = new FairShare({
-      store,
-      now: () => clock.now(),
-      instance,
-      refreshMs: 100,
-      windowOf: (c) => classes[c].windowMs,
-      weightOf: () => 1,
-      knownApps: () => [],
-      onError: (e) => errors.push(e),
-    });
-    const book = new ClassBook(store, clock, classes, [], fair, 1000);
+    const book = classBook(store, clock, instance, (e) => errors.push(e));
     const seen = { changes: 0, errors, inFlight };
     const follower = new UpstreamFollower({
       store,
@@ -309,19 +314,7 @@ describe('UpstreamFollower: two replicas on one store', () => {
 describe("ClassBook: this replica's own minute log", () => {
   it('keeps only the minute log remembered last, whichever minute it is', () => {
     const clock = new ManualClock();
-    const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
-    const classes = limitClassesWith();
-    const fair = new FairShare({
-      store,
-      now: () => clock.now(),
-      instance: 'a',
-      refreshMs: 100,
-      windowOf: (c) => classes[c].windowMs,
-      weightOf: () => 1,
-      knownApps: () => [],
-      onError: () => {},
-    });
-    const book = new ClassBook(store, clock, classes, [], fair, 1000);
+    const book = classBook(new MemoryStore({ clock, cacheMaxBytes: 1 << 20 }), clock, 'a', () => {});
     const minute = (resetAtMs: number) => classSpec({ kind: 'minute', resetAtMs }, 60, 61_000);
     const key = classSpec({ kind: 'class', cls: 'key' }, 60, 60_000);
     const logs = () => [...book.ownSlots.keys()].sort();
