@@ -16,12 +16,11 @@
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix.
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { startCpgw } from './cpgw-process.ts';
-import { startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
+import { noCacheGet, quantileMs, startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
 
 const args = process.argv.slice(2);
 const INTERLEAVED = args.includes('--interleaved');
@@ -35,10 +34,6 @@ const BLOCK = 250;
 // read that may be charged (estimate, hold, company lock) instead of the in-window one.
 const UPSTREAM_KEY = 'bench-upstream-key';
 const GATEWAY_KEYS = { memory: 'bench-gateway-memory', redis: 'bench-gateway-redis' } as const;
-
-const quantile = (sorted: number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-const round = (x: number) => Math.round(x * 1000) / 1000;
 
 const emu = await startLiftedEmulator([UPSTREAM_KEY, GATEWAY_KEYS.memory, GATEWAY_KEYS.redis]);
 const emuUrl = emu.url;
@@ -89,18 +84,7 @@ const gateways: Array<{ store: 'memory' | 'redis'; pool: Pool }> = [
 
 /** `free`: the gateway must have judged the call free (an in-window read: estimate 0). */
 async function once(pool: Pool, path: string, auth: string, free = false): Promise<number> {
-  const t0 = performance.now();
-  // no-cache: every call goes upstream, so this measures the pass-through path, not the cache
-  // (bench/cache-hits.ts measures hits).
-  const res = await pool.request({
-    method: 'GET',
-    path,
-    headers: { authorization: `Bearer ${auth}`, 'cache-control': 'no-cache' },
-  });
-  await res.body.arrayBuffer();
-  const ms = performance.now() - t0;
-  if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode}`);
-  const estimate = res.headers['x-cost-estimate-minor'];
+  const { ms, estimate } = await noCacheGet(pool, path, auth);
   if (free && estimate !== undefined && estimate !== '0')
     throw new Error(`${path}: the gateway estimated ${estimate} for a read its window covers`);
   return ms;
@@ -122,10 +106,7 @@ async function alternate(path: string, pass: typeof gateways, rounds: number) {
   }
   return { d, per };
 }
-const summary = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return { p50: round(quantile(sorted, 0.5)), p99: round(quantile(sorted, 0.99)) };
-};
+const summary = (xs: number[]) => ({ p50: quantileMs(xs, 0.5), p99: quantileMs(xs, 0.99) });
 for (const route of routes) {
   for (const g of gateways) await once(g.pool, route.path, token); // opens the window for the dossier (one charge)
   const row: Record<string, unknown> = { n: N };

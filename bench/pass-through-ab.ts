@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { startCpgw } from './cpgw-process.ts';
-import { startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
+import { noCacheGet, quantileMs, startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -65,17 +65,7 @@ for (const [i, build] of builds.entries()) {
 
 const direct = new Pool(emuUrl, { connections: 1 });
 const pools = gateways.map((g) => new Pool(g.match[1]!, { connections: 1 }));
-async function once(pool: Pool, auth: string): Promise<number> {
-  const t0 = performance.now();
-  const res = await pool.request({
-    method: 'GET',
-    path: values.path,
-    headers: { authorization: `Bearer ${auth}`, 'cache-control': 'no-cache' },
-  });
-  await res.body.arrayBuffer();
-  if (res.statusCode !== 200) throw new Error(`${values.path}: ${res.statusCode}`);
-  return performance.now() - t0;
-}
+const once = async (pool: Pool, auth: string) => (await noCacheGet(pool, values.path, auth)).ms;
 
 for (const pool of pools) await once(pool, token); // opens each gateway's window (one charge each)
 const directMs: number[] = [];
@@ -90,10 +80,7 @@ for (let round = 0; round < WARMUP + N; round++) {
   for (const [j, x] of ms.entries()) added[j]!.push(x - d);
   if ((round - WARMUP + 1) % 500 === 0) console.error(`${round - WARMUP + 1}/${N} rounds`);
 }
-const q = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return Math.round(s[Math.min(s.length - 1, Math.floor(p * s.length))]! * 1000) / 1000;
-};
+const q = quantileMs;
 const rows = builds.map((build, j) => ({
   build,
   added_ms: { p50: q(added[j]!, 0.5), p99: q(added[j]!, 0.99) },

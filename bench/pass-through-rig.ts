@@ -1,9 +1,11 @@
 // What the pass-through benches (gateway-latency.ts, pass-through-ab.ts) share: an emulator whose
 // rate limits are lifted, with one upstream account per client given (coverage windows are per
-// account, as upstream), and a gateway config whose own limits are lifted to match, with one app.
+// account, as upstream), a gateway config whose own limits are lifted to match, with one app, the
+// timed no-cache GET both make, and the quantile both report.
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { type Child, startCpgw } from './cpgw-process.ts';
 
@@ -38,4 +40,33 @@ export async function writeLiftedGatewayConfig(): Promise<{ configFile: string; 
     `log:\n  level: warn\nlimits:\n  key: { limit: 1000000, burst: 1000000 }\n  suggest: { limit: 1000000, burst: 1000000 }\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
   );
   return { configFile, token };
+}
+
+/**
+ * One GET with Cache-Control: no-cache (every call goes upstream: the pass-through path, not the
+ * cache; bench/cache-hits.ts measures hits), body read; its time in ms and the gateway's
+ * X-Cost-Estimate-Minor. Throws unless 200.
+ */
+export async function noCacheGet(
+  pool: Pool,
+  path: string,
+  auth: string,
+): Promise<{ ms: number; estimate: string | undefined }> {
+  const t0 = performance.now();
+  const res = await pool.request({
+    method: 'GET',
+    path,
+    headers: { authorization: `Bearer ${auth}`, 'cache-control': 'no-cache' },
+  });
+  await res.body.arrayBuffer();
+  const ms = performance.now() - t0;
+  if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode}`);
+  const estimate = res.headers['x-cost-estimate-minor'];
+  return { ms, estimate: typeof estimate === 'string' ? estimate : undefined };
+}
+
+/** The q-quantile of `xs` (ms), rounded to the microsecond. */
+export function quantileMs(xs: readonly number[], q: number): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 1000) / 1000;
 }
