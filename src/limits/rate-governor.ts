@@ -330,7 +330,9 @@ export class RateGovernor {
     app: string,
     route: RouteName,
   ): (Headroom & { limitClass: LimitClassName }) | null | undefined {
-    return this.headroomMemo.peek(`${app}\u0000${route}`, this.clock.now());
+    return this.headroomMemo.peek(`${app}\u0000${route}`, this.clock.now(), () =>
+      this.book.headroomFor(app, routeClasses(route)),
+    );
   }
 
   /** Every class's state and queues, and every app's waits (GET /admin/limits). */
