@@ -60,7 +60,7 @@ export class Coalescer {
   private readonly inflight = new Map<string, Promise<unknown>>();
   /** Leads whose answer is being parked and lock released. */
   private readonly handOvers = new Set<Promise<void>>();
-  /** Per key, the hand-over of this process's last lead while it still holds the lock. */
+  /** Per key, resolved once this process's last lead has sent the lock's release (until then it holds it). */
   private readonly releasing = new Map<string, Promise<void>>();
   private readonly pollMs: number;
   private readonly maxParkBytes: number;
@@ -87,12 +87,13 @@ export class Coalescer {
     // the follower's way: its first steps given back and done again once the lock is free, ~5
     // store round trips more (seen on half of back-to-back reads of one key, the pass-through
     // bench's case). Waiting for that release here costs one or two round trips instead.
-    for (;;) {
+    for (let waited: Promise<void> | undefined; ; ) {
       const local = this.inflight.get(key) as Promise<T> | undefined;
       if (local) return { answer: await local, follower: true };
       const releasing = this.releasing.get(key);
-      if (!releasing) break;
-      await releasing.catch(() => {});
+      if (!releasing || releasing === waited) break;
+      waited = releasing;
+      await releasing;
     }
     let resolveShared!: (a: T | SharedAnswer) => void;
     let rejectShared!: (e: unknown) => void;
@@ -220,6 +221,17 @@ export class Coalescer {
   ): void {
     const { store } = this.options;
     const parked = parkable(answer);
+    // Resolved once the release is sent: a later command on the same key (this process's next
+    // lead asking for the lock) goes out on the same connection after it, so Redis frees the lock
+    // first; waiting for the release's reply would only add a round trip.
+    let sent!: () => void;
+    const releaseSent = new Promise<void>((resolve) => {
+      sent = resolve;
+    });
+    const released = () => {
+      if (this.releasing.get(key) === releaseSent) this.releasing.delete(key);
+      sent();
+    };
     const handOver = (async () => {
       // From the next turn of the event loop, once this client's answer is written: even a
       // store command not waited for costs the answer its socket write (the lock is held a turn
@@ -236,13 +248,15 @@ export class Coalescer {
         await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).catch(() => {});
       }
       lease?.stop();
-      await store.releaseLock(`coalesce:lock:${key}`, owner).catch(() => {});
+      const release = store.releaseLock(`coalesce:lock:${key}`, owner);
+      released();
+      await release.catch(() => {});
     })().finally(() => {
+      released();
       this.handOvers.delete(handOver);
-      if (this.releasing.get(key) === handOver) this.releasing.delete(key);
     });
     this.handOvers.add(handOver);
-    this.releasing.set(key, handOver);
+    this.releasing.set(key, releaseSent);
   }
 
   /** Resolves when every finished lead has parked its answer and released its lock (shutdown, tests). */

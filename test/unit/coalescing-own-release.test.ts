@@ -1,8 +1,9 @@
 // A read of a key this replica has just led, arriving after the answer but before the lead's
-// hand-over released the cross-replica lock (a turn of the event loop and a store round trip or
-// two later), waits for that release and leads: it does not find the lock taken, start its call,
-// stop it (NotLeader), give its first steps back and do them again once the lock is free. Before
-// this, half of back-to-back no-cache reads of one dossier through a Redis gateway did that
+// hand-over sent the cross-replica lock's release (a turn of the event loop and a store round
+// trip later), waits until that release is sent, then asks for the lock: on the one connection
+// the release goes first, so the lock is free. Before, it found the lock taken, started its
+// call, stopped it (NotLeader), gave its first steps back and did them again once the lock was
+// free. Half of back-to-back no-cache reads of one dossier through a Redis gateway did that
 // (seen with MONITOR: a take given back with three ZREMs, a released charge, then the lock, the
 // charge and the take again), ~5 store round trips more before the upstream call.
 import { expect, it } from 'vitest';
@@ -12,31 +13,40 @@ import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { StateStore } from '../../src/store/store.ts';
 import { NotLeader } from '../../src/upstream/governed-upstream.ts';
 
-it('a read arriving while this replica’s last lead still holds the lock waits for its release and leads at once', async () => {
+it('a read arriving before this replica’s last lead sent its lock release waits for it and leads without a NotLeader turn', async () => {
   const clock = new ManualClock();
   const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
-  // The lead's release waits until the test lets it go (a store round trip in flight).
+  // One connection: commands run one after another, in the order they were sent. The hand-over's
+  // look for a waiting follower is slow to answer (a round trip under load).
   let letGo!: () => void;
   const held = new Promise<void>((r) => {
     letGo = r;
   });
-  const slowRelease = async (key: string, owner: string) => {
-    await held;
-    return store.releaseLock(key, owner);
-  };
+  let line: Promise<unknown> = Promise.resolve();
   const proxied = new Proxy(store, {
     get(target, prop) {
-      if (prop === 'releaseLock') return slowRelease;
       const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const slow = prop === 'get' && String(args[0]).startsWith('coalesce:wanted:');
+        const run = async () => {
+          if (slow) await held;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+        const result = line.then(run, run);
+        line = result.catch(() => {});
+        return result;
+      };
     },
   }) as StateStore;
   const coalescer = new Coalescer({ store: proxied, clock, distributed: true, pollMs: 20 });
-  let attempts = 0;
   let sent = 0;
+  let notLeader = 0;
   const call = async (lead: Promise<boolean> | null): Promise<SharedAnswer> => {
-    attempts++;
-    if (lead && !(await lead)) throw new NotLeader();
+    if (lead && !(await lead)) {
+      notLeader++;
+      throw new NotLeader();
+    }
     sent++;
     return { status: 200, headers: {}, body: Buffer.from(`answer ${sent}`) };
   };
@@ -45,18 +55,19 @@ it('a read arriving while this replica’s last lead still holds the lock waits 
 
   const first = await coalescer.run('k', clock.now() + 60_000, call, park, options);
   expect(first.follower).toBe(false);
-  await new Promise((r) => setImmediate(r)); // the hand-over has begun: the release is in flight
+  await new Promise((r) => setImmediate(r)); // the hand-over asks whether anyone waits
+  await new Promise((r) => setImmediate(r));
   expect(await store.get('coalesce:lock:k')).not.toBeNull();
 
   const second = coalescer.run('k', clock.now() + 60_000, call, park, options);
-  await new Promise((r) => setImmediate(r));
-  expect(attempts).toBe(1); // waiting for the release, not trying the lock
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
   letGo();
   const answer = await second;
   await coalescer.idle();
 
   expect(answer.follower).toBe(false);
   expect(answer.answer.body.toString()).toBe('answer 2');
-  expect(attempts).toBe(2); // one attempt each: no NotLeader turn
+  expect(notLeader).toBe(0);
+  expect(sent).toBe(2);
   expect(await store.get('coalesce:lock:k')).toBeNull();
 });
