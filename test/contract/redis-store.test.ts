@@ -3,7 +3,7 @@
 // fails fast with StoreUnavailableError. Every test writes under its own unique prefix and deletes
 // only that prefix's keys afterwards: the Redis may be shared (never FLUSHDB here).
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { RedisStore, StoreUnavailableError } from '../../src/store/index.ts';
 import {
@@ -122,6 +122,73 @@ maybe('RedisStore', () => {
       await store.close();
     }
   });
+});
+
+describe('RedisStore state keys the gateway lists every second', () => {
+  const url = redis?.url ?? '';
+  const scans = (store: RedisStore) => {
+    const client = (store as unknown as { link: { client: Redis } }).link.client;
+    return vi.spyOn(client, 'scan');
+  };
+
+  (redis ? it : it.skip)(
+    'are listed from their index: after the first listing, no SCAN of the keyspace',
+    async () => {
+      const prefix = newPrefix();
+      const store = open(url, prefix);
+      try {
+        await store.set('check-pending:7707083893:contract', 'chk_1', 60_000);
+        await store.setIfAbsent('webhook:out:chk_1:crm', '{}', 60_000);
+        await store.set('webhook:out:chk_2:crm', '{}', 60_000);
+        expect(await store.keys('webhook:out:')).toHaveLength(2); // the first listing also backfills
+        const scan = scans(store);
+        expect((await store.keys('webhook:out:')).sort()).toEqual([
+          'webhook:out:chk_1:crm',
+          'webhook:out:chk_2:crm',
+        ]);
+        expect(await store.keys('webhook:out:chk_2')).toEqual(['webhook:out:chk_2:crm']);
+        expect(await store.keys('check-pending:')).toEqual(['check-pending:7707083893:contract']);
+        // Its first listing scanned for keys written without the index (an older version's).
+        expect(scan.mock.calls.some(([, , pattern]) => String(pattern).includes('check-pending'))).toBe(true);
+        scan.mockClear();
+        expect(await store.keys('check-pending:')).toEqual(['check-pending:7707083893:contract']);
+        expect(await store.keys('webhook:out:', 1)).toHaveLength(1);
+        expect(scan).not.toHaveBeenCalled();
+        // A prefix nobody lists every second (admin listings) is still scanned.
+        await store.set('window:7707083893', '1', 60_000);
+        expect(await store.keys('window:')).toEqual(['window:7707083893']);
+        expect(scan).toHaveBeenCalled();
+      } finally {
+        await store.close();
+      }
+    },
+  );
+
+  (redis ? it : it.skip)(
+    'written by an older version without the index are found by the first listing',
+    async () => {
+      const prefix = newPrefix();
+      const raw = new Redis(url);
+      const store = open(url, prefix);
+      try {
+        await raw.set(`${prefix}s:webhook:out:chk_old:crm`, '{}', 'PX', 60_000);
+        await raw.set(`${prefix}s:{7707083893}:check-pending:7707083893:old`, 'chk_old', 'PX', 60_000);
+        await store.set('webhook:out:chk_new:crm', '{}', 60_000);
+        expect((await store.keys('webhook:out:')).sort()).toEqual([
+          'webhook:out:chk_new:crm',
+          'webhook:out:chk_old:crm',
+        ]);
+        expect(await store.keys('check-pending:')).toEqual(['check-pending:7707083893:old']);
+        // Their entries expire with them: the index holds nothing past a key's TTL.
+        const ttl = await raw.zscore(`${prefix}si:webhook:out:`, 'webhook:out:chk_old:crm');
+        expect(Number(ttl)).toBeGreaterThan(Date.now() + 50_000);
+        expect(Number(ttl)).toBeLessThanOrEqual(Date.now() + 60_000);
+      } finally {
+        raw.disconnect();
+        await store.close();
+      }
+    },
+  );
 });
 
 describe('RedisStore when Redis is down', () => {

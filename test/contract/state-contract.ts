@@ -52,6 +52,26 @@ export function describeStateContract(t: ContractContext): void {
       expect(await t.store.keys('window:', 2)).toHaveLength(2);
       expect(await t.store.keys('nothing:')).toEqual([]);
     });
+
+    it('lists the keys the gateway lists every second (checks, webhooks) the same way', async () => {
+      await t.store.set('webhook:out:chk_1:crm', '{}', 60_000);
+      expect(await t.store.setIfAbsent('webhook:out:chk_2:crm', '{}', 60_000)).toBe(true);
+      await t.store.set('webhook:out:chk_3:crm', '{}', TTL);
+      await t.store.set('webhook:outbox', '1', 60_000);
+      await t.store.set('check-pending:7707083893:contract', 'chk_1', 60_000);
+      await t.h.pass(TTL + SLACK_MS);
+      expect((await t.store.keys('webhook:out:')).sort()).toEqual([
+        'webhook:out:chk_1:crm',
+        'webhook:out:chk_2:crm',
+      ]);
+      expect(await t.store.keys('webhook:out:chk_2')).toEqual(['webhook:out:chk_2:crm']);
+      expect(await t.store.keys('webhook:out:', 1)).toHaveLength(1);
+      expect(await t.store.keys('check-pending:')).toEqual(['check-pending:7707083893:contract']);
+      // Set again with a short TTL (a check seen ready): no longer listed once that passed.
+      await t.store.set('check-pending:7707083893:contract', '', TTL);
+      await t.h.pass(TTL + SLACK_MS);
+      expect(await t.store.keys('check-pending:')).toEqual([]);
+    });
   });
   describe('locks', () => {
     it('only the owner releases; then another can acquire', async () => {

@@ -8,6 +8,8 @@
 //   tag set <prefix>t:[{<inn>}:]<tag>                   cpgw:t:{7707083893}:inn:7707083893
 //   cache accounting   <prefix>{cache}:sizes|expiry|bytes   (one slot: bytes tracked atomically)
 //   blob    <prefix>b:[{<inn>}:]<logical>               (state role's binary values; not cache)
+//   index   <prefix>si:<listed prefix>                  cpgw:si:webhook:out:  (zset: the state
+//           keys under a prefix listed every second, logical key -> expiry; redis-state.ts)
 //   money   <prefix>{money}:...  every key of the budget, ledger and money roles, one slot:
 //           {money}:c:<counter> (hash: spent, held, h:<reservation id>)
 //           {money}:h:<counter> (zset: reservation id -> hold expiry, server ms)
@@ -64,6 +66,11 @@ export class RedisKeys {
 
   blob(logical: string): string {
     return this.tagged('b:', logical);
+  }
+
+  /** The index of the state keys under a listed logical prefix (redis-state.ts LISTED_PREFIXES). */
+  stateIndex(logicalPrefix: string): string {
+    return `${this.prefix}si:${logicalPrefix}`;
   }
 
   /** Base of every `{money}` key; the money scripts derive counter keys from it. */

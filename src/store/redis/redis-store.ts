@@ -76,7 +76,7 @@ export class RedisStore extends ComposedStore {
     const tier = localBytes > 0 ? new LocalCacheTier(remote, bus, options.clock, localBytes, onError) : null;
     super({
       cache: tier ?? remote,
-      state: new RedisState(link),
+      state: new RedisState(link, options.clock),
       budgets: new RedisBudgets(link),
       slots: new RedisSlots(link),
       ledger: new RedisLedger(link, ledgerMaxLen),

@@ -1,4 +1,5 @@
-// Lua scripts of the cache role (tag sets, byte accounting) and of the state role's locks.
+// Lua scripts of the cache role (tag sets, byte accounting) and of the state role's locks and
+// listed-prefix indexes.
 //
 // Must never: touch keys not passed in KEYS.
 import { type LuaScript, lua, NOW } from './lua.ts';
@@ -11,6 +12,34 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0
+`,
+);
+
+/**
+ * KEYS: a listed prefix's index (zset: logical key -> expiry, gateway ms). ARGV: now, ttl, member.
+ * Drops members past their expiry, adds (or moves) the member; the index lives as long as its
+ * longest-lived member.
+ */
+export const INDEX_ADD: LuaScript = lua(
+  'indexAdd',
+  `
+local now = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
+if redis.call('PTTL', KEYS[1]) < ttl then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return 1
+`,
+);
+
+/** KEYS: a listed prefix's index. ARGV: now. Drops members past their expiry; returns the rest. */
+export const INDEX_LIST: LuaScript = lua(
+  'indexList',
+  `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+return redis.call('ZRANGE', KEYS[1], 0, -1)
 `,
 );
 
