@@ -33,13 +33,15 @@ const deleteOwnKeys = (url: string) => deleteKeysUnder(url, prefixes);
 
 const maybe = redis ? describe : describe.skip;
 
+// At file level: a private redis-server (no REDIS_URL) must outlive every describe below.
+afterAll(async () => {
+  if (!redis) return;
+  await deleteOwnKeys(redis.url);
+  await redis.stop();
+});
+
 maybe('RedisStore', () => {
   const url = redis?.url ?? '';
-  afterAll(async () => {
-    if (!redis) return;
-    await deleteOwnKeys(url);
-    await redis.stop();
-  });
 
   runStoreContract('redis', async () => {
     const prefix = newPrefix();
