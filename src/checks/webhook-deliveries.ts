@@ -6,6 +6,17 @@
 // redirects not followed. A per-record lock keeps two replicas from sending the same attempt.
 // Every wait is on the injected clock.
 //
+// What is due is found without reading the records. A record kept 7 days and carries the whole
+// event (a dossier: ~100 KB), and the worker looks every second on every replica; it used to
+// read every record each time (and saw only the first 10,000, so past that a new event was
+// never sent). Now each pending record has a due marker (webhook:due:<check>:<app>, its value
+// the next attempt's time), written before the record and moved with every attempt; a record
+// that leaves pending gets a done marker (webhook:done:) and loses its due marker. The worker
+// lists the due markers and reads a record only when its marker is due. A sweep (the first run
+// of a process, then every SWEEP_EVERY_MS) reads only the records with neither marker (an older
+// version's) and marks them. A marker that disagrees with its record (a crash between the two
+// writes) is put right when it comes due: the record, read under the lock, is the truth.
+//
 // Must never: deliver an event twice to one app for one check on purpose (a lost acknowledgement
 // is the app's duplicate to drop by event id), send without a signature, or wait on real timers.
 import { randomUUID } from 'node:crypto';
@@ -53,10 +64,23 @@ const RECORD_TTL_MS = 7 * 86_400_000;
 const isDue = (r: DeliveryRecord | null, now: number): r is DeliveryRecord =>
   r?.state === 'pending' && (r.nextAt ?? 0) <= now;
 const PREFIX = 'webhook:out:';
+const DUE = 'webhook:due:';
+const DONE = 'webhook:done:';
 const recordKey = (checkId: string, app: string) => `${PREFIX}${checkId}:${app}`;
+/** `<check>:<app>` of a record, due or done marker key. */
+const idOf = (key: string, prefix: string) => key.slice(prefix.length);
+/** How often every record without a marker is read (an older version's, or one a crash left unmarked). */
+export const SWEEP_EVERY_MS = 15 * 60_000;
+/** A due marker whose record is missing is left alone this long (its enqueue may be between the two writes). */
+const ORPHAN_GRACE_MS = 60_000;
+/** Markers or records read at once. */
+const READ_BATCH = 256;
+const LIST_ALL = 10_000_000;
 
 export class WebhookDeliveries {
   private running: Promise<void> | null = null;
+  /** When this process last swept the records for ones without a marker (null: not yet). */
+  private sweptAt: number | null = null;
   private again = false;
   private readonly stop = new AbortController();
   private loop: Promise<void> | null = null;
@@ -71,7 +95,8 @@ export class WebhookDeliveries {
     event: { id: string; event: string };
     body: string;
   }): Promise<boolean> {
-    const now = this.options.clock.now();
+    const { store, clock } = this.options;
+    const now = clock.now();
     const record: DeliveryRecord = {
       checkId: input.checkId,
       app: input.app,
@@ -85,7 +110,11 @@ export class WebhookDeliveries {
       nextAt: now,
       createdAt: now,
     };
-    const added = await this.options.store.setIfAbsent(
+    const id = `${input.checkId}:${input.app}`;
+    // The marker first: a record is never without one. A marker already there (this check was
+    // queued before) keeps its time; a record already done gets one that its first run clears.
+    await store.setIfAbsent(DUE + id, String(now), RECORD_TTL_MS);
+    const added = await store.setIfAbsent(
       recordKey(input.checkId, input.app),
       JSON.stringify(record),
       RECORD_TTL_MS,
@@ -141,29 +170,103 @@ export class WebhookDeliveries {
   }
 
   private async runDue(): Promise<void> {
-    const { store, clock, replicaId } = this.options;
-    const keys = await store.keys(PREFIX, 10_000);
-    const due: Promise<void>[] = [];
-    for (const key of keys) {
-      if (this.stop.signal.aborted) break;
-      const record = await this.read(key);
-      if (!isDue(record, clock.now())) continue;
-      const lock = `webhook:out-lock:${record.checkId}:${record.app}`;
-      if (!(await store.acquireLock(lock, replicaId, this.options.timeoutMs + 5_000))) continue;
-      due.push(
-        this.attempt(key)
-          .catch((err) => this.options.onError?.(err))
-          .finally(() => store.releaseLock(lock, replicaId).catch(() => undefined)),
+    const { store, clock } = this.options;
+    const now = clock.now();
+    if (this.sweptAt === null || now - this.sweptAt >= SWEEP_EVERY_MS || now < this.sweptAt) {
+      this.sweptAt = now;
+      try {
+        await this.sweep();
+      } catch (error) {
+        this.sweptAt = null; // tried again on the next run
+        throw error;
+      }
+    }
+    const markers = await store.keys(DUE, LIST_ALL);
+    const claims: Promise<void>[] = [];
+    for (let i = 0; i < markers.length && !this.stop.signal.aborted; i += READ_BATCH) {
+      const batch = markers.slice(i, i + READ_BATCH);
+      const values = await Promise.all(batch.map((k) => store.get(k)));
+      batch.forEach((marker, j) => {
+        const value = values[j];
+        if (value === null || value === undefined || value === '') return; // gone, or cleared
+        const at = Number(value);
+        if (Number.isFinite(at) && at > clock.now()) return;
+        claims.push(this.claim(idOf(marker, DUE)));
+      });
+    }
+    await Promise.all(claims);
+  }
+
+  /** An attempt of a record whose marker is due, under its lock (another replica may hold it). */
+  private async claim(id: string): Promise<void> {
+    const { store, replicaId, timeoutMs } = this.options;
+    const lock = `webhook:out-lock:${id}`;
+    try {
+      if (!(await store.acquireLock(lock, replicaId, timeoutMs + 5_000))) return;
+    } catch (err) {
+      this.options.onError?.(err);
+      return;
+    }
+    await this.attempt(id)
+      .catch((err) => this.options.onError?.(err))
+      .finally(() => store.releaseLock(lock, replicaId).catch(() => undefined));
+  }
+
+  /**
+   * Marks the records no marker names: pending ones get a due marker, the others a done marker
+   * (so the next sweep does not read them again). Reads nothing else.
+   */
+  private async sweep(): Promise<void> {
+    const { store } = this.options;
+    const [records, due, done] = await Promise.all([
+      store.keys(PREFIX, LIST_ALL),
+      store.keys(DUE, LIST_ALL),
+      store.keys(DONE, LIST_ALL),
+    ]);
+    const marked = new Set([...due.map((k) => idOf(k, DUE)), ...done.map((k) => idOf(k, DONE))]);
+    const unmarked = records.filter((k) => !marked.has(idOf(k, PREFIX)));
+    for (let i = 0; i < unmarked.length && !this.stop.signal.aborted; i += READ_BATCH) {
+      const batch = unmarked.slice(i, i + READ_BATCH);
+      await Promise.all(
+        batch.map(async (key) => {
+          const record = await this.read(key);
+          if (!record) return;
+          const id = idOf(key, PREFIX);
+          if (record.state === 'pending')
+            await store.setIfAbsent(DUE + id, String(record.nextAt ?? 0), RECORD_TTL_MS);
+          else await store.set(DONE + id, record.state, RECORD_TTL_MS);
+        }),
       );
     }
-    await Promise.all(due);
+  }
+
+  /** Makes the markers say what the record says (the record was just written, or read under the lock). */
+  private async mark(id: string, record: DeliveryRecord): Promise<void> {
+    const { store } = this.options;
+    if (record.state === 'pending') {
+      await store.set(DUE + id, String(record.nextAt ?? 0), RECORD_TTL_MS);
+      return;
+    }
+    await store.set(DONE + id, record.state, RECORD_TTL_MS);
+    // The state role has no delete (check-tickets.ts does the same): empty, expiring at once.
+    await store.set(DUE + id, '', 1);
   }
 
   /** One attempt of a due record (re-read under the lock: another replica may have sent it). */
-  private async attempt(key: string): Promise<void> {
+  private async attempt(id: string): Promise<void> {
     const { store, clock } = this.options;
+    const key = PREFIX + id;
     const record = await this.read(key);
-    if (!isDue(record, clock.now())) return;
+    if (!record) {
+      // No record: a marker left behind. Not while an enqueue may be between its two writes.
+      const at = Number(await store.get(DUE + id));
+      if (!Number.isFinite(at) || clock.now() - at > ORPHAN_GRACE_MS) await store.set(DUE + id, '', 1);
+      return;
+    }
+    if (!isDue(record, clock.now())) {
+      await this.mark(id, record); // the marker was behind the record
+      return;
+    }
     const secret = this.options.secrets[record.app];
     const entry: DeliveryAttempt = { at: clock.now(), status: null };
     if (!secret) {
@@ -186,6 +289,7 @@ export class WebhookDeliveries {
       record.nextAt = clock.now() + delay;
     }
     await store.set(key, JSON.stringify(record), RECORD_TTL_MS);
+    await this.mark(id, record);
     this.options.onResult?.(
       record.app,
       ok ? 'delivered' : !secret ? 'no_secret' : record.state === 'failed' ? 'failed' : 'retry',

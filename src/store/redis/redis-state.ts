@@ -17,8 +17,18 @@ import { dataNodes } from './connection.ts';
 import type { RedisLink } from './link.ts';
 import { INDEX_ADD, INDEX_LIST, RELEASE_LOCK, RENEW_LOCK } from './state-scripts.ts';
 
-/** Logical prefixes listed every second (check-tickets.ts, webhook-deliveries.ts, webhook-intake.ts). */
-export const LISTED_PREFIXES = ['check-pending:', 'webhook:out:', 'webhook:event:'] as const;
+/**
+ * Logical prefixes listed by the workers: every second (check-tickets.ts' pending checks,
+ * webhook-deliveries.ts' due markers) or on every start and sweep (the delivery records and their
+ * done markers, webhook-intake.ts' events).
+ */
+export const LISTED_PREFIXES = [
+  'check-pending:',
+  'webhook:due:',
+  'webhook:done:',
+  'webhook:out:',
+  'webhook:event:',
+] as const;
 
 /** How often a listed prefix is scanned for keys written without the index (older versions). */
 export const BACKFILL_EVERY_MS = 15 * 60_000;
