@@ -5,11 +5,11 @@
 // POST /admin/reload. Read-only except the purge and the reload; refusals use the upstream's envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bearerToken, matchToken } from '../auth/tokens.ts';
-import type { WebhookDeliveries } from '../checks/webhook-deliveries.ts';
+import type { DeliveryRecord, WebhookDeliveries } from '../checks/webhook-deliveries.ts';
 import { ConfigError } from '../config/load.ts';
 import { ledgerCsv } from '../cost/spend-ledger.ts';
 import { checkInn } from '../domain/requests.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, type FieldProblem } from '../errors.ts';
 import { adminOpenApi } from '../openapi/admin-openapi.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 
@@ -194,22 +194,42 @@ export function registerAdminRoutes(
   });
 
   // Deliveries of check events to apps' webhooks: pending ones with their next attempt, failed
-  // ones with every attempt's status or error (the body is left out: a dossier is ~100 KB).
+  // ones with every attempt's status or error (the body is left out: a dossier is ~100 KB). The
+  // counts cover every delivery kept (7 days); the list, the newest `limit` (default 100).
   app.get('/admin/webhooks', async (request) => {
     requireAdmin(request, current);
     const q = request.query as Record<string, string | undefined>;
+    const problems: FieldProblem[] = [];
     if (q.state !== undefined && !['pending', 'delivered', 'failed'].includes(q.state)) {
-      throw ApiError.validation([
-        { field: 'state', code: 'invalid_value', message: 'state must be pending, delivered or failed' },
-      ]);
+      problems.push({
+        field: 'state',
+        code: 'invalid_value',
+        message: 'state must be pending, delivered or failed',
+      });
     }
-    const records = (await extra.webhooks?.list()) ?? [];
-    const shown = records.filter((r) => q.state === undefined || r.state === q.state);
+    const limit = q.limit === undefined ? 100 : Number(q.limit);
+    if (!/^\d+$/.test(q.limit ?? '100') || limit < 1 || limit > 1000) {
+      problems.push({
+        field: 'limit',
+        code: 'invalid_value',
+        message: 'limit must be an integer from 1 to 1000',
+      });
+    }
+    if (problems.length > 0) throw ApiError.validation(problems);
+    const state = q.state as DeliveryRecord['state'] | undefined;
+    const overview = (await extra.webhooks?.overview(state, limit)) ?? {
+      pending: 0,
+      delivered: 0,
+      failed: 0,
+      records: [],
+    };
+    const shown = overview.records;
     const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
     return {
       count: shown.length,
-      pending: records.filter((r) => r.state === 'pending').length,
-      failed: records.filter((r) => r.state === 'failed').length,
+      pending: overview.pending,
+      delivered: overview.delivered,
+      failed: overview.failed,
       deliveries: shown.map((r) => ({
         check_id: r.checkId,
         app: r.app,

@@ -60,6 +60,14 @@ export interface DeliveryOptions {
   onError?: (err: unknown) => void;
 }
 
+export interface DeliveryOverview {
+  pending: number;
+  delivered: number;
+  failed: number;
+  /** Up to the limit asked for, newest first. */
+  records: DeliveryRecord[];
+}
+
 const RECORD_TTL_MS = 7 * 86_400_000;
 const isDue = (r: DeliveryRecord | null, now: number): r is DeliveryRecord =>
   r?.state === 'pending' && (r.nextAt ?? 0) <= now;
@@ -123,11 +131,48 @@ export class WebhookDeliveries {
     return added;
   }
 
-  /** Every record this store holds (newest first), for /admin/webhooks. */
-  async list(limit = 1000): Promise<DeliveryRecord[]> {
-    const keys = await this.options.store.keys(PREFIX, limit);
-    const records = await Promise.all(keys.map((k) => this.read(k)));
-    return records.filter((r): r is DeliveryRecord => r !== null).sort((a, b) => b.createdAt - a.createdAt);
+  /**
+   * For /admin/webhooks: how many deliveries are pending, delivered and failed (from the markers,
+   * every one the store holds), and up to `limit` records of the state asked for, newest first.
+   * Only the records shown are read (each holds the whole event). A record an older version wrote
+   * is counted once the worker's first sweep has marked it (within a run of the worker's start).
+   */
+  async overview(state?: DeliveryRecord['state'], limit = 100): Promise<DeliveryOverview> {
+    const { store } = this.options;
+    const [due, done] = await Promise.all([store.keys(DUE, LIST_ALL), store.keys(DONE, LIST_ALL)]);
+    const [dueValues, doneValues] = await Promise.all([this.readAll(due), this.readAll(done)]);
+    const stateOf = new Map<string, DeliveryRecord['state']>();
+    due.forEach((k, i) => {
+      if (dueValues[i]) stateOf.set(idOf(k, DUE), 'pending');
+    });
+    // A done marker wins over a due one: done is written first, then due is cleared.
+    done.forEach((k, i) => {
+      const value = doneValues[i];
+      if (value === 'delivered' || value === 'failed') stateOf.set(idOf(k, DONE), value);
+    });
+    const counts = { pending: 0, delivered: 0, failed: 0 };
+    const wanted: string[] = [];
+    for (const [id, s] of stateOf) {
+      counts[s] += 1;
+      if (state === undefined || s === state) wanted.push(id);
+    }
+    // The listings run oldest first (insertion, or expiry on Redis): the last ones are the newest.
+    const read = await this.readAll(wanted.slice(-limit).map((id) => PREFIX + id));
+    const records = read
+      .map((raw) => (raw ? (JSON.parse(raw) as DeliveryRecord) : null))
+      .filter((r): r is DeliveryRecord => r !== null && (state === undefined || r.state === state))
+      .sort((a, b) => b.createdAt - a.createdAt);
+    return { ...counts, records };
+  }
+
+  private async readAll(keys: string[]): Promise<Array<string | null>> {
+    const values: Array<string | null> = [];
+    for (let i = 0; i < keys.length; i += READ_BATCH) {
+      values.push(
+        ...(await Promise.all(keys.slice(i, i + READ_BATCH).map((k) => this.options.store.get(k)))),
+      );
+    }
+    return values;
   }
 
   /** Runs due attempts now (coalesced with a run already going). */
@@ -182,18 +227,16 @@ export class WebhookDeliveries {
       }
     }
     const markers = await store.keys(DUE, LIST_ALL);
+    const values = await this.readAll(markers);
+    if (this.stop.signal.aborted) return;
     const claims: Promise<void>[] = [];
-    for (let i = 0; i < markers.length && !this.stop.signal.aborted; i += READ_BATCH) {
-      const batch = markers.slice(i, i + READ_BATCH);
-      const values = await Promise.all(batch.map((k) => store.get(k)));
-      batch.forEach((marker, j) => {
-        const value = values[j];
-        if (value === null || value === undefined || value === '') return; // gone, or cleared
-        const at = Number(value);
-        if (Number.isFinite(at) && at > clock.now()) return;
-        claims.push(this.claim(idOf(marker, DUE)));
-      });
-    }
+    markers.forEach((marker, i) => {
+      const value = values[i];
+      if (!value) return; // gone, or cleared
+      const at = Number(value);
+      if (Number.isFinite(at) && at > clock.now()) return;
+      claims.push(this.claim(idOf(marker, DUE)));
+    });
     await Promise.all(claims);
   }
 

@@ -83,6 +83,7 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
       summary: 'Deliveries of check events to apps',
       parameters: [
         { name: 'state', in: 'query', schema: { type: 'string', enum: ['pending', 'delivered', 'failed'] } },
+        { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
       ],
       responses: { ...ok('Deliveries'), ...invalid },
     },

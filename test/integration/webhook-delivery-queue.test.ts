@@ -113,7 +113,7 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
   });
   let rx: Awaited<ReturnType<typeof startReceiver>>;
   beforeAll(async () => {
-    rx = await startReceiver({ '/failing': [500, 500, 500, 500] });
+    rx = await startReceiver({ '/failing': [500, 500, 500, 500], '/down': Array(20).fill(503) });
   });
   afterAll(() => rx.close());
 
@@ -243,6 +243,57 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     expect(await rig.store.get('webhook:due:chk_coming:crm')).toBe(String(rig.clock.now()));
     await q.close();
   });
+
+  it('the overview counts every delivery from the markers and reads only the records it shows', async () => {
+    const rig = makeRig();
+    const url = `${rx.url}/crm`;
+    const now = rig.clock.now();
+    await writeAll(rig.store, [
+      ...Array.from({ length: 1_500 }, (_, i): [string, string] => [
+        `webhook:out:chk_d${i}:crm`,
+        JSON.stringify(oldRecord(`chk_d${i}`, 'crm', url, { createdAt: now - 10_000 + i })),
+      ]),
+      [
+        'webhook:out:chk_f:crm',
+        JSON.stringify(
+          oldRecord('chk_f', 'crm', url, { state: 'failed', attempts: [{ at: 0, status: 500 }] }),
+        ),
+      ],
+    ]);
+    const q = queue(rig);
+    await q.kick(); // the sweep marks the older version's records
+    for (const id of ['chk_p1', 'chk_p2']) {
+      const event = { id: `evt_${id}`, event: 'check.completed' };
+      await q.enqueue({
+        checkId: id,
+        app: 'crm',
+        url: `${rx.url}/down`,
+        event,
+        body: JSON.stringify(event),
+      });
+    }
+    await q.kick();
+    rig.resetReads();
+    const all = await q.overview();
+    expect([all.pending, all.delivered, all.failed]).toEqual([2, 1_500, 1]);
+    expect(all.records).toHaveLength(100);
+    expect(rig.recordReads()).toBe(100);
+    rig.resetReads();
+    const pending = await q.overview('pending', 10);
+    expect(pending.records.map((r) => r.checkId).sort()).toEqual(['chk_p1', 'chk_p2']);
+    expect(rig.recordReads()).toBe(2);
+    const delivered = await q.overview('delivered', 5);
+    // The newest first.
+    expect(delivered.records.map((r) => r.checkId)).toEqual([
+      'chk_d1499',
+      'chk_d1498',
+      'chk_d1497',
+      'chk_d1496',
+      'chk_d1495',
+    ]);
+    expect((await q.overview('failed')).records.map((r) => r.checkId)).toEqual(['chk_f']);
+    await q.close();
+  }, 60_000);
 
   it('two replicas running the same due marker send it once', async () => {
     const rig = makeRig();

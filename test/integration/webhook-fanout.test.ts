@@ -124,5 +124,19 @@ describe('check.completed through the gateway', () => {
       ['alpha', 'delivered'],
       ['beta', 'delivered'],
     ]);
+    expect(body).toMatchObject({ count: 2, pending: 0, delivered: 2, failed: 0 });
+    const admin = (path: string) =>
+      fetch(`${h.gateway.url}${path}`, { headers: { authorization: `Bearer ${h.adminToken}` } });
+    const one = (await (await admin('/admin/webhooks?state=delivered&limit=1')).json()) as typeof body;
+    expect(one.deliveries).toHaveLength(1);
+    expect(one).toMatchObject({ count: 1, delivered: 2 });
+    for (const bad of ['limit=0', 'limit=1001', 'limit=ten', 'state=lost']) {
+      const res = await admin(`/admin/webhooks?${bad}`);
+      expect(res.status).toBe(422);
+      type Envelope = { error: { code: string; details: { fields?: Array<{ field: string }> } } };
+      const error = ((await res.json()) as Envelope).error;
+      expect(error.code).toBe('validation_failed');
+      expect(error.details.fields?.[0]?.field).toBe(bad.split('=')[0]);
+    }
   });
 });
