@@ -82,15 +82,23 @@ export class WebhookIntake {
     }
   }
 
-  /** Events a previous run stored but did not finish: processed now. Returns how many. */
-  async recover(limit = 1000): Promise<number> {
-    const keys = await this.options.store.keys(PREFIX, limit);
+  /**
+   * Events a previous run stored but did not finish: processed now. Returns how many. Every event
+   * kept is looked at (a processed one keeps no body, so reading them is cheap); it looked at the
+   * first 1,000 listed only, the oldest, so an unfinished event past those waited for the poller.
+   */
+  async recover(): Promise<number> {
+    const { store } = this.options;
+    const keys = await store.keys(PREFIX, 10_000_000);
     let n = 0;
-    for (const key of keys) {
-      const raw = await this.options.store.get(key);
-      if (!raw || (JSON.parse(raw) as StoredEvent).state !== 'new') continue;
-      await this.process(key.slice(PREFIX.length));
-      n += 1;
+    for (let i = 0; i < keys.length; i += 256) {
+      const batch = keys.slice(i, i + 256);
+      const raws = await Promise.all(batch.map((k) => store.get(k)));
+      for (const [j, raw] of raws.entries()) {
+        if (!raw || (JSON.parse(raw) as StoredEvent).state !== 'new') continue;
+        await this.process(batch[j]!.slice(PREFIX.length));
+        n += 1;
+      }
     }
     return n;
   }
