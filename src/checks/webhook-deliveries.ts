@@ -10,8 +10,9 @@
 // event (a dossier: ~100 KB), and the worker looks every second on every replica; it used to
 // read every record each time (and saw only the first 10,000, so past that a new event was
 // never sent). Now each pending record has a due marker (webhook:due:<check>:<app>, its value
-// the next attempt's time), written before the record and moved with every attempt; a record
-// that leaves pending gets a done marker (webhook:done:) and loses its due marker. The worker
+// the next attempt's time and the record's creation), written before the record and moved with
+// every attempt; a record that leaves pending gets a done marker (webhook:done:, its final state
+// and creation) and loses its due marker. The worker
 // lists the due markers and reads a record only when its marker is due. A sweep (the first run
 // of a process, then every SWEEP_EVERY_MS) reads only the records with neither marker (an older
 // version's) and marks them. A marker that disagrees with its record (a crash between the two
@@ -85,6 +86,17 @@ const ORPHAN_GRACE_MS = 60_000;
 const READ_BATCH = 256;
 const LIST_ALL = 10_000_000;
 
+/**
+ * A marker's value: `<what>:<createdAt>`, <what> being the next attempt's time (due markers) or
+ * the final state (done markers); createdAt orders the admin listing without reading records.
+ */
+const markerValue = (what: number | string, createdAt: number) => `${what}:${createdAt}`;
+const parseMarker = (value: string) => {
+  const at = value.indexOf(':');
+  const head = at < 0 ? value : value.slice(0, at);
+  return { head, createdAt: at < 0 ? 0 : Number(value.slice(at + 1)) || 0 };
+};
+
 export class WebhookDeliveries {
   private running: Promise<void> | null = null;
   /** When this process last swept the records for ones without a marker (null: not yet). */
@@ -121,7 +133,7 @@ export class WebhookDeliveries {
     const id = `${input.checkId}:${input.app}`;
     // The marker first: a record is never without one. A marker already there (this check was
     // queued before) keeps its time; a record already done gets one that its first run clears.
-    await store.setIfAbsent(DUE + id, String(now), RECORD_TTL_MS);
+    await store.setIfAbsent(DUE + id, markerValue(now, now), RECORD_TTL_MS);
     const added = await store.setIfAbsent(
       recordKey(input.checkId, input.app),
       JSON.stringify(record),
@@ -141,23 +153,24 @@ export class WebhookDeliveries {
     const { store } = this.options;
     const [due, done] = await Promise.all([store.keys(DUE, LIST_ALL), store.keys(DONE, LIST_ALL)]);
     const [dueValues, doneValues] = await Promise.all([this.readAll(due), this.readAll(done)]);
-    const stateOf = new Map<string, DeliveryRecord['state']>();
+    const known = new Map<string, { state: DeliveryRecord['state']; createdAt: number }>();
     due.forEach((k, i) => {
-      if (dueValues[i]) stateOf.set(idOf(k, DUE), 'pending');
+      const value = dueValues[i];
+      if (value) known.set(idOf(k, DUE), { state: 'pending', createdAt: parseMarker(value).createdAt });
     });
     // A done marker wins over a due one: done is written first, then due is cleared.
     done.forEach((k, i) => {
-      const value = doneValues[i];
-      if (value === 'delivered' || value === 'failed') stateOf.set(idOf(k, DONE), value);
+      const { head, createdAt } = parseMarker(doneValues[i] ?? '');
+      if (head === 'delivered' || head === 'failed') known.set(idOf(k, DONE), { state: head, createdAt });
     });
     const counts = { pending: 0, delivered: 0, failed: 0 };
-    const wanted: string[] = [];
-    for (const [id, s] of stateOf) {
-      counts[s] += 1;
-      if (state === undefined || s === state) wanted.push(id);
+    const wanted: Array<{ id: string; createdAt: number }> = [];
+    for (const [id, m] of known) {
+      counts[m.state] += 1;
+      if (state === undefined || m.state === state) wanted.push({ id, createdAt: m.createdAt });
     }
-    // The listings run oldest first (insertion, or expiry on Redis): the last ones are the newest.
-    const read = await this.readAll(wanted.slice(-limit).map((id) => PREFIX + id));
+    wanted.sort((a, b) => b.createdAt - a.createdAt);
+    const read = await this.readAll(wanted.slice(0, limit).map((w) => PREFIX + w.id));
     const records = read
       .map((raw) => (raw ? (JSON.parse(raw) as DeliveryRecord) : null))
       .filter((r): r is DeliveryRecord => r !== null && (state === undefined || r.state === state))
@@ -233,7 +246,7 @@ export class WebhookDeliveries {
     markers.forEach((marker, i) => {
       const value = values[i];
       if (!value) return; // gone, or cleared
-      const at = Number(value);
+      const at = Number(parseMarker(value).head);
       if (Number.isFinite(at) && at > clock.now()) return;
       claims.push(this.claim(idOf(marker, DUE)));
     });
@@ -276,8 +289,12 @@ export class WebhookDeliveries {
           if (!record) return;
           const id = idOf(key, PREFIX);
           if (record.state === 'pending')
-            await store.setIfAbsent(DUE + id, String(record.nextAt ?? 0), RECORD_TTL_MS);
-          else await store.set(DONE + id, record.state, RECORD_TTL_MS);
+            await store.setIfAbsent(
+              DUE + id,
+              markerValue(record.nextAt ?? 0, record.createdAt),
+              RECORD_TTL_MS,
+            );
+          else await store.set(DONE + id, markerValue(record.state, record.createdAt), RECORD_TTL_MS);
         }),
       );
     }
@@ -287,10 +304,10 @@ export class WebhookDeliveries {
   private async mark(id: string, record: DeliveryRecord): Promise<void> {
     const { store } = this.options;
     if (record.state === 'pending') {
-      await store.set(DUE + id, String(record.nextAt ?? 0), RECORD_TTL_MS);
+      await store.set(DUE + id, markerValue(record.nextAt ?? 0, record.createdAt), RECORD_TTL_MS);
       return;
     }
-    await store.set(DONE + id, record.state, RECORD_TTL_MS);
+    await store.set(DONE + id, markerValue(record.state, record.createdAt), RECORD_TTL_MS);
     // The state role has no delete (check-tickets.ts does the same): empty, expiring at once.
     await store.set(DUE + id, '', 1);
   }
@@ -302,7 +319,7 @@ export class WebhookDeliveries {
     const record = await this.read(key);
     if (!record) {
       // No record: a marker left behind. Not while an enqueue may be between its two writes.
-      const at = Number(await store.get(DUE + id));
+      const at = Number(parseMarker((await store.get(DUE + id)) ?? '').head);
       if (!Number.isFinite(at) || clock.now() - at > ORPHAN_GRACE_MS) await store.set(DUE + id, '', 1);
       return;
     }

@@ -2,7 +2,8 @@
 // whole event, kept 7 days): due markers, done markers and the sweep for an older version's
 // records, over the memory store and a real Redis, with a real receiver on port 0. Before the
 // markers the worker read every record each second and saw only the first 10,000: an event
-// queued behind them was never sent (the first case fails that way on the old code).
+// queued behind them was never sent (the first case fails that way on the old code). A Redis
+// Cluster (three masters) runs the same cases when redis-server and redis-cli are here.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type DeliveryRecord,
@@ -10,13 +11,15 @@ import {
   WebhookDeliveries,
 } from '../../src/checks/webhook-deliveries.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
-import { MemoryStore, RedisStore } from '../../src/store/index.ts';
+import { createStore, MemoryStore, RedisStore } from '../../src/store/index.ts';
 import type { StateStore } from '../../src/store/state-store.ts';
 import { deleteKeysUnder, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
+import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
 
 const WEEK = 7 * 86_400_000;
 const redis: TestRedis | null = await startTestRedis();
+const cluster: TestCluster | null = await startTestCluster();
 const prefixes: string[] = [];
 
 interface Rig {
@@ -72,7 +75,25 @@ if (redis) {
   ]);
 }
 
+if (cluster) {
+  rigs.push([
+    'redis cluster',
+    () => {
+      const prefix = uniquePrefix('webhook-queue-cluster');
+      const store = createStore({
+        redisClusterNodes: cluster.nodes,
+        prefix,
+        clock: systemClock,
+        cacheMaxBytes: 1024 * 1024,
+        onError: () => {},
+      });
+      return counted(store, new ManualClock(Date.now()));
+    },
+  ]);
+}
+
 afterAll(async () => {
+  await cluster?.stop();
   if (!redis) return;
   await deleteKeysUnder(redis.url, prefixes);
   await redis.stop();
@@ -184,7 +205,7 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     const q = queue(rig);
     await q.kick();
     expect(sentTo('/crm', 'evt_chk_left')).toHaveLength(0); // marked, not yet due
-    expect(await rig.store.get('webhook:due:chk_left:crm')).toBe(String(now + 60_000));
+    expect(await rig.store.get('webhook:due:chk_left:crm')).toBe(`${now + 60_000}:${now - 1_000}`);
     rig.clock.advance(60_000);
     await q.kick();
     const sent = sentTo('/crm', 'evt_chk_left');
@@ -192,7 +213,7 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     expect(sent[0]!.headers['x-service-attempt']).toBe('2');
     const after = JSON.parse((await rig.store.get('webhook:out:chk_left:crm'))!) as DeliveryRecord;
     expect(after.state).toBe('delivered');
-    expect(await rig.store.get('webhook:done:chk_left:crm')).toBe('delivered');
+    expect(await rig.store.get('webhook:done:chk_left:crm')).toBe(`delivered:${now - 1_000}`);
     expect(await rig.store.get('webhook:due:chk_left:crm')).toBeFalsy();
     await q.close();
   });
@@ -205,7 +226,8 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     await q.enqueue({ checkId: 'chk_fail', app: 'crm', url, event, body: JSON.stringify(event) });
     await q.kick(); // attempts 1 and 2 (the second retry delay is 0)
     expect(sentTo('/failing', 'evt_fail')).toHaveLength(2);
-    expect(Number(await rig.store.get('webhook:due:chk_fail:crm'))).toBe(rig.clock.now() + 60_000);
+    const created = rig.clock.now();
+    expect(await rig.store.get('webhook:due:chk_fail:crm')).toBe(`${created + 60_000}:${created}`);
     rig.clock.advance(59_000);
     await q.kick();
     expect(sentTo('/failing', 'evt_fail')).toHaveLength(2);
@@ -217,7 +239,7 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     expect(sentTo('/failing', 'evt_fail')).toHaveLength(4);
     const record = JSON.parse((await rig.store.get('webhook:out:chk_fail:crm'))!) as DeliveryRecord;
     expect(record.state).toBe('failed');
-    expect(await rig.store.get('webhook:done:chk_fail:crm')).toBe('failed');
+    expect(await rig.store.get('webhook:done:chk_fail:crm')).toBe(`failed:${created}`);
     expect(await rig.store.get('webhook:due:chk_fail:crm')).toBeFalsy();
     rig.clock.advance(3_600_000);
     await q.kick();
@@ -238,7 +260,7 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     await q.kick();
     expect(sentTo('/crm', 'evt_chk_crash')).toHaveLength(0);
     expect(await rig.store.get('webhook:due:chk_crash:crm')).toBeFalsy();
-    expect(await rig.store.get('webhook:done:chk_crash:crm')).toBe('delivered');
+    expect(await rig.store.get('webhook:done:chk_crash:crm')).toBe('delivered:0');
     expect(await rig.store.get('webhook:due:chk_gone:crm')).toBeFalsy();
     expect(await rig.store.get('webhook:due:chk_coming:crm')).toBe(String(rig.clock.now()));
     await q.close();
