@@ -4,6 +4,8 @@
 // minutes: webhooks.retryDelaysMs), each signed `t=<now>,v1=<hmac>` with the app's own secret
 // (CPGW_WEBHOOK_SECRET_<APP>), a 2xx within webhooks.deliveryTimeoutMs counting as delivered,
 // redirects not followed. A per-record lock keeps two replicas from sending the same attempt.
+// Attempts run side by side: an app whose endpoint hangs until the timeout holds up only its
+// own deliveries (it used to hold up every other app's, and the next look, for up to 10 s).
 // Every wait is on the injected clock.
 //
 // What is due is found without reading the records. A record kept 7 days and carries the whole
@@ -98,7 +100,10 @@ const parseMarker = (value: string) => {
 };
 
 export class WebhookDeliveries {
-  private running: Promise<void> | null = null;
+  /** The listing going on, if any: it resolves with the attempts it found due. */
+  private listing: Promise<Promise<void>[]> | null = null;
+  /** Attempts under way in this process, by `<check>:<app>` (each under the record's lock). */
+  private readonly attempts = new Map<string, Promise<void>>();
   /** When this process last swept the records for ones without a marker (null: not yet). */
   private sweptAt: number | null = null;
   private again = false;
@@ -188,21 +193,38 @@ export class WebhookDeliveries {
     return values;
   }
 
-  /** Runs due attempts now (coalesced with a run already going). */
-  kick(): Promise<void> {
-    if (this.running) {
+  /** Starts the due attempts now; resolves once they (and any already running for them) end. */
+  async kick(): Promise<void> {
+    await Promise.all(await this.list());
+  }
+
+  /**
+   * Lists the due markers and starts their attempts, coalesced with a listing already going (which
+   * then lists once more). Resolves with the attempts of what was due once the listing is done,
+   * without waiting for them: an app whose endpoint hangs until the timeout holds up its own
+   * attempts only, never another app's delivery or the next listing.
+   */
+  private list(): Promise<Promise<void>[]> {
+    if (this.listing) {
       this.again = true;
-      return this.running;
+      return this.listing;
     }
-    this.running = (async () => {
+    const listing = (async () => {
+      const started: Promise<void>[] = [];
       do {
         this.again = false;
-        await this.runDue().catch((err) => this.options.onError?.(err));
+        try {
+          started.push(...(await this.runDue()));
+        } catch (err) {
+          this.options.onError?.(err);
+        }
       } while (this.again && !this.stop.signal.aborted);
+      return started;
     })().finally(() => {
-      this.running = null;
+      this.listing = null;
     });
-    return this.running;
+    this.listing = listing;
+    return listing;
   }
 
   /** Looks for due attempts every intervalMs (left behind by a restart, or retries). */
@@ -210,16 +232,18 @@ export class WebhookDeliveries {
     if (this.loop) return;
     this.loop = (async () => {
       while (!this.stop.signal.aborted) {
-        await this.kick();
+        await this.list();
         await this.options.clock.sleep(this.options.intervalMs, this.stop.signal);
       }
     })();
   }
 
+  /** Stops looking; waits for the attempts under way (each ends within deliveryTimeoutMs). */
   async close(): Promise<void> {
     this.stop.abort();
     await this.loop;
-    await this.running;
+    await this.listing;
+    await Promise.all(this.attempts.values());
   }
 
   private async read(key: string): Promise<DeliveryRecord | null> {
@@ -227,7 +251,8 @@ export class WebhookDeliveries {
     return raw ? (JSON.parse(raw) as DeliveryRecord) : null;
   }
 
-  private async runDue(): Promise<void> {
+  /** The attempts of every due marker: started now, or already under way in this process. */
+  private async runDue(): Promise<Promise<void>[]> {
     const { store, clock } = this.options;
     const now = clock.now();
     if (this.sweptAt === null || now - this.sweptAt >= SWEEP_EVERY_MS || now < this.sweptAt) {
@@ -241,31 +266,51 @@ export class WebhookDeliveries {
     }
     const markers = await store.keys(DUE, LIST_ALL);
     const values = await this.readAll(markers);
-    if (this.stop.signal.aborted) return;
     const claims: Promise<void>[] = [];
+    if (this.stop.signal.aborted) return claims;
     markers.forEach((marker, i) => {
       const value = values[i];
       if (!value) return; // gone, or cleared
       const at = Number(parseMarker(value).head);
       if (Number.isFinite(at) && at > clock.now()) return;
-      claims.push(this.claim(idOf(marker, DUE)));
+      const id = idOf(marker, DUE);
+      const under = this.attempts.get(id);
+      if (under) {
+        claims.push(under);
+        return;
+      }
+      const attempt = this.claim(id).then(() => {
+        this.attempts.delete(id);
+      });
+      this.attempts.set(id, attempt);
+      claims.push(attempt);
     });
-    await Promise.all(claims);
+    return claims;
   }
 
-  /** An attempt of a record whose marker is due, under its lock (another replica may hold it). */
+  /**
+   * The attempts of a record whose marker is due, under its lock (another replica may hold it):
+   * one, and the next ones while they are due at once (a retry delay of 0). Never throws.
+   */
   private async claim(id: string): Promise<void> {
     const { store, replicaId, timeoutMs } = this.options;
     const lock = `webhook:out-lock:${id}`;
+    const lockMs = timeoutMs + 5_000;
     try {
-      if (!(await store.acquireLock(lock, replicaId, timeoutMs + 5_000))) return;
+      if (!(await store.acquireLock(lock, replicaId, lockMs))) return;
     } catch (err) {
       this.options.onError?.(err);
       return;
     }
-    await this.attempt(id)
-      .catch((err) => this.options.onError?.(err))
-      .finally(() => store.releaseLock(lock, replicaId).catch(() => undefined));
+    try {
+      while ((await this.attempt(id)) && !this.stop.signal.aborted) {
+        if (!(await store.renewLock(lock, replicaId, lockMs))) return; // another replica has it now
+      }
+    } catch (err) {
+      this.options.onError?.(err);
+    } finally {
+      await store.releaseLock(lock, replicaId).catch(() => undefined);
+    }
   }
 
   /**
@@ -312,8 +357,11 @@ export class WebhookDeliveries {
     await store.set(DUE + id, '', 1);
   }
 
-  /** One attempt of a due record (re-read under the lock: another replica may have sent it). */
-  private async attempt(id: string): Promise<void> {
+  /**
+   * One attempt of a due record (re-read under the lock: another replica may have sent it); true
+   * when the next one is due at once.
+   */
+  private async attempt(id: string): Promise<boolean> {
     const { store, clock } = this.options;
     const key = PREFIX + id;
     const record = await this.read(key);
@@ -321,11 +369,11 @@ export class WebhookDeliveries {
       // No record: a marker left behind. Not while an enqueue may be between its two writes.
       const at = Number(parseMarker((await store.get(DUE + id)) ?? '').head);
       if (!Number.isFinite(at) || clock.now() - at > ORPHAN_GRACE_MS) await store.set(DUE + id, '', 1);
-      return;
+      return false;
     }
     if (!isDue(record, clock.now())) {
       await this.mark(id, record); // the marker was behind the record
-      return;
+      return false;
     }
     const secret = this.options.secrets[record.app];
     const entry: DeliveryAttempt = { at: clock.now(), status: null };
@@ -354,7 +402,7 @@ export class WebhookDeliveries {
       record.app,
       ok ? 'delivered' : !secret ? 'no_secret' : record.state === 'failed' ? 'failed' : 'retry',
     );
-    if (!ok && delay === 0) this.again = true;
+    return !ok && delay === 0;
   }
 
   private async send(

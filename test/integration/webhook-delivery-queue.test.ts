@@ -4,6 +4,7 @@
 // markers the worker read every record each second and saw only the first 10,000: an event
 // queued behind them was never sent (the first case fails that way on the old code). A Redis
 // Cluster (three masters) runs the same cases when redis-server and redis-cli are here.
+import { createServer, type ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type DeliveryRecord,
@@ -15,7 +16,7 @@ import { createStore, MemoryStore, RedisStore } from '../../src/store/index.ts';
 import type { StateStore } from '../../src/store/state-store.ts';
 import { deleteKeysUnder, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.ts';
-import { startReceiver } from '../helpers/webhook-receiver.ts';
+import { startReceiver, until } from '../helpers/webhook-receiver.ts';
 
 const WEEK = 7 * 86_400_000;
 const redis: TestRedis | null = await startTestRedis();
@@ -142,7 +143,7 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     new WebhookDeliveries({
       store: rig.store,
       clock: rig.clock,
-      secrets: { crm: 'crm-secret' },
+      secrets: { crm: 'crm-secret', erp: 'erp-secret' },
       timeoutMs: 5_000,
       retryDelaysMs: [0, 60_000, 300_000],
       intervalMs: 1_000,
@@ -316,6 +317,43 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     expect((await q.overview('failed')).records.map((r) => r.checkId)).toEqual(['chk_f']);
     await q.close();
   }, 60_000);
+
+  it("an app whose endpoint hangs holds up only its own delivery, not another's", async () => {
+    const hung: ServerResponse[] = [];
+    const slow = createServer((req, res) => {
+      req.resume();
+      hung.push(res);
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
+    const slowUrl = `http://127.0.0.1:${(slow.address() as { port: number }).port}/crm`;
+    const rig = makeRig();
+    const q = queue(rig);
+    try {
+      const a = { id: 'evt_hang', event: 'check.completed' };
+      await q.enqueue({ checkId: 'chk_hang', app: 'crm', url: slowUrl, event: a, body: JSON.stringify(a) });
+      await until(() => hung.length === 1 || undefined);
+      const b = { id: 'evt_quick', event: 'check.completed' };
+      const quick = {
+        checkId: 'chk_quick',
+        app: 'erp',
+        url: `${rx.url}/erp`,
+        event: b,
+        body: JSON.stringify(b),
+      };
+      await q.enqueue(quick);
+      await until(() => sentTo('/erp', 'evt_quick').length === 1 || undefined, 3_000);
+      expect(hung).toHaveLength(1); // still waiting for its answer
+      for (const res of hung) res.writeHead(204).end();
+      await q.kick();
+      const record = JSON.parse((await rig.store.get('webhook:out:chk_hang:crm'))!) as DeliveryRecord;
+      expect(record.state).toBe('delivered');
+      expect(record.attempts).toHaveLength(1);
+    } finally {
+      for (const res of hung) if (!res.writableEnded) res.end();
+      await q.close();
+      await new Promise<void>((r) => slow.close(() => r()));
+    }
+  });
 
   it('two replicas running the same due marker send it once', async () => {
     const rig = makeRig();
