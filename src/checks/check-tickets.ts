@@ -35,8 +35,15 @@ export function retryAfterMs(value: string | undefined): number {
 }
 
 const TICKET_TTL_MS = 7 * 86_400_000;
-/** How long a company's pending check is offered to other apps (the spec: minutes at most). */
+/**
+ * How long a company's pending check stays offered to other apps, and polled by the gateway,
+ * past the upstream's Retry-After, counted from its creation or the last time the upstream said
+ * it is still being collected (the spec: a check takes minutes at most; one that takes longer is
+ * followed as long as the upstream says so).
+ */
 const PENDING_TTL_MS = 15 * 60_000;
+const pendingTtl = (t: CheckTicket) =>
+  Math.max(0, (t.nextPollAt ?? t.pendingAt) - t.pendingAt) + PENDING_TTL_MS;
 
 export const canonicalCheckId = (id: string) => id.toLowerCase();
 const key = (checkId: string) => `check:${canonicalCheckId(checkId)}`;
@@ -61,7 +68,7 @@ export class CheckTickets {
     const t = { ...ticket, checkId: canonicalCheckId(ticket.checkId) };
     await this.store.set(key(t.checkId), JSON.stringify(t), TICKET_TTL_MS);
     await this.join(t.checkId, t.app);
-    if (!t.ready) await this.store.set(pendingKey(t.inn, t.purpose), t.checkId, PENDING_TTL_MS);
+    if (!t.ready) await this.store.set(pendingKey(t.inn, t.purpose), t.checkId, pendingTtl(t));
   }
 
   /** Lets another app poll this check. */
@@ -82,6 +89,15 @@ export class CheckTickets {
     const next: CheckTicket = { ...ticket, pendingAt: at, nextPollAt: at + retryAfterMs(retryAfter) };
     if (retryAfter !== undefined) next.retryAfter = retryAfter;
     await this.store.set(key(ticket.checkId), JSON.stringify(next), TICKET_TTL_MS);
+    // Still collecting: offered and polled until Retry-After and PENDING_TTL_MS more. It used to
+    // lapse 15 min after creation whatever Retry-After said, and the gateway then never polled a
+    // check that took longer, so apps waiting for its webhook never got it. Not when the
+    // company's pending entry names another check.
+    const pending = pendingKey(ticket.inn, ticket.purpose);
+    const current = await this.store.get(pending);
+    if (current === null || current === ticket.checkId) {
+      await this.store.set(pending, ticket.checkId, pendingTtl(next));
+    }
   }
 
   /** Ids of the checks still being collected (one per company and purpose), for the gateway's own polls. */
