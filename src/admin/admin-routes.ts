@@ -193,6 +193,38 @@ export function registerAdminRoutes(
     return { ...state, at: new Date(state.at).toISOString() };
   });
 
+  // Queues the failed deliveries again, all of them or those of one app and/or one check (once
+  // an app's endpoint is fixed): each gets the whole retry schedule again.
+  app.post('/admin/webhooks/redeliver', async (request) => {
+    const deps = requireAdmin(request, current);
+    const problems: FieldProblem[] = [];
+    // Bodies arrive raw (server.ts): empty means no filter.
+    const raw = Buffer.isBuffer(request.body) ? request.body.toString('utf8').trim() : '';
+    let body: Record<string, unknown> = {};
+    try {
+      const parsed: unknown = raw === '' ? {} : JSON.parse(raw);
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+        throw new Error('not an object');
+      body = parsed as Record<string, unknown>;
+    } catch {
+      problems.push({ field: 'body', code: 'invalid_value', message: 'body must be a JSON object' });
+    }
+    const { app: name, check_id: checkId } = body;
+    if (name !== undefined && (typeof name !== 'string' || !deps.config.apps.some((a) => a.name === name))) {
+      problems.push({ field: 'app', code: 'invalid_value', message: 'app must name a configured app' });
+    }
+    if (checkId !== undefined && (typeof checkId !== 'string' || !/^[0-9a-zA-Z-]{1,64}$/.test(checkId))) {
+      problems.push({ field: 'check_id', code: 'invalid_value', message: 'check_id must be a check id' });
+    }
+    if (problems.length > 0) throw ApiError.validation(problems);
+    const filter: { app?: string; checkId?: string } = {};
+    if (typeof name === 'string') filter.app = name;
+    if (typeof checkId === 'string') filter.checkId = checkId;
+    const redelivered = (await extra.webhooks?.redeliver(filter)) ?? 0;
+    request.log.info({ ...filter, redelivered }, 'failed webhook deliveries queued again');
+    return { redelivered };
+  });
+
   // Deliveries of check events to apps' webhooks: pending ones with their next attempt, failed
   // ones with every attempt's status or error (the body is left out: a dossier is ~100 KB). The
   // counts cover every delivery kept (7 days); the list, the newest `limit` (default 100).

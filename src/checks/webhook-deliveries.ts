@@ -48,6 +48,8 @@ export interface DeliveryRecord {
   /** When the next attempt is due (ms); null once delivered or failed. */
   nextAt: number | null;
   createdAt: number;
+  /** How many attempts were made before the current retry schedule began (a redelivery). */
+  scheduleFrom?: number;
 }
 
 export interface DeliveryOptions {
@@ -181,6 +183,48 @@ export class WebhookDeliveries {
       .filter((r): r is DeliveryRecord => r !== null && (state === undefined || r.state === state))
       .sort((a, b) => b.createdAt - a.createdAt);
     return { ...counts, records };
+  }
+
+  /**
+   * Queues the failed deliveries again (an operator's call once an app's endpoint is fixed),
+   * those of one app and/or one check when given: each gets the whole retry schedule again, its
+   * earlier attempts kept. Returns how many were queued.
+   */
+  async redeliver(filter: { app?: string; checkId?: string } = {}): Promise<number> {
+    const { store, clock, replicaId, timeoutMs } = this.options;
+    const done = await store.keys(DONE, LIST_ALL);
+    const values = await this.readAll(done);
+    const wanted = done
+      .filter((_, i) => parseMarker(values[i] ?? '').head === 'failed')
+      .map((k) => idOf(k, DONE))
+      .filter((id) => {
+        const cut = id.indexOf(':');
+        return (
+          (filter.checkId === undefined || id.slice(0, cut) === filter.checkId.toLowerCase()) &&
+          (filter.app === undefined || id.slice(cut + 1) === filter.app)
+        );
+      });
+    let queued = 0;
+    for (const id of wanted) {
+      const lock = `webhook:out-lock:${id}`;
+      if (!(await store.acquireLock(lock, replicaId, timeoutMs + 5_000))) continue; // being sent
+      try {
+        const record = await this.read(PREFIX + id);
+        if (record?.state !== 'failed') continue;
+        record.state = 'pending';
+        record.nextAt = clock.now();
+        record.scheduleFrom = record.attempts.length;
+        // The due marker first (a record pending is never without one), the done marker last.
+        await store.set(DUE + id, markerValue(record.nextAt, record.createdAt), RECORD_TTL_MS);
+        await store.set(PREFIX + id, JSON.stringify(record), RECORD_TTL_MS);
+        await store.set(DONE + id, '', 1);
+        queued += 1;
+      } finally {
+        await store.releaseLock(lock, replicaId).catch(() => undefined);
+      }
+    }
+    if (queued > 0) void this.kick();
+    return queued;
   }
 
   private async readAll(keys: string[]): Promise<Array<string | null>> {
@@ -386,7 +430,7 @@ export class WebhookDeliveries {
     }
     record.attempts.push(entry);
     const ok = entry.status !== null && entry.status >= 200 && entry.status < 300;
-    const delay = this.options.retryDelaysMs[record.attempts.length - 1];
+    const delay = this.options.retryDelaysMs[record.attempts.length - 1 - (record.scheduleFrom ?? 0)];
     if (ok) {
       record.state = 'delivered';
       record.nextAt = null;

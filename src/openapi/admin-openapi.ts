@@ -88,6 +88,23 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
       responses: { ...ok('Deliveries'), ...invalid },
     },
   },
+  '/admin/webhooks/redeliver': {
+    post: {
+      summary: 'Queues failed deliveries to apps again (all, or one app and/or one check)',
+      requestBody: {
+        required: false,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              properties: { app: { type: 'string' }, check_id: { type: 'string' } },
+            },
+          },
+        },
+      },
+      responses: { ...ok('How many were queued'), ...invalid },
+    },
+  },
   '/admin/reload': {
     post: {
       summary: 'Re-reads the config files and applies them (as SIGHUP)',

@@ -355,6 +355,34 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     }
   });
 
+  it('a redelivered failure gets the whole retry schedule again, its attempts kept', async () => {
+    const rig = makeRig();
+    const q = queue(rig);
+    const event = { id: 'evt_again', event: 'check.completed' };
+    const url = `${rx.url}/down`;
+    await q.enqueue({ checkId: 'chk_again', app: 'crm', url, event, body: JSON.stringify(event) });
+    await q.kick();
+    rig.clock.advance(60_000);
+    await q.kick();
+    rig.clock.advance(300_000);
+    await q.kick();
+    expect(sentTo('/down', 'evt_again')).toHaveLength(4);
+    expect((await q.overview('failed')).records.map((r) => r.checkId)).toEqual(['chk_again']);
+    expect(await q.redeliver({ app: 'other' })).toBe(0);
+    expect(await q.redeliver({ checkId: 'CHK_AGAIN' })).toBe(1);
+    await q.kick(); // at once, then at once again (the first retry delay is 0)
+    expect(sentTo('/down', 'evt_again')).toHaveLength(6);
+    const record = JSON.parse((await rig.store.get('webhook:out:chk_again:crm'))!) as DeliveryRecord;
+    expect([record.state, record.attempts.length, record.nextAt]).toEqual([
+      'pending',
+      6,
+      rig.clock.now() + 60_000,
+    ]);
+    const overview = await q.overview();
+    expect([overview.pending, overview.failed]).toEqual([1, 0]);
+    await q.close();
+  });
+
   it('two replicas running the same due marker send it once', async () => {
     const rig = makeRig();
     const a = queue(rig, 'r1');
