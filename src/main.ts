@@ -48,7 +48,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   let demoApp: GatewayConfig['apps'][number] | null = null;
   const reloadConfig = (): GatewayConfig => {
     const next = loadConfig({ files: options.configFiles, env: options.env }).config;
-    if (demoApp) return { ...next, apps: [...next.apps, demoApp] };
+    if (demoApp)
+      return { ...next, upstream: { ...next.upstream, url: upstreamUrl }, apps: [...next.apps, demoApp] };
     if (next.apps.length === 0) throw new ConfigError(['apps: empty; the gateway would refuse every call']);
     return next;
   };
@@ -73,7 +74,13 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
       limits: { weight: 1, priority: 0, caps: {} },
       webhook: null,
     };
-    effective = { ...config, apps: [...config.apps, demoApp] };
+    // The emulator is the upstream: its address is what the gateway rewrites out of the URLs it
+    // hands to apps (check tickets, events), as it does the real upstream's.
+    effective = {
+      ...config,
+      upstream: { ...config.upstream, url: upstreamUrl },
+      apps: [...config.apps, demoApp],
+    };
     logger.warn(
       { upstream: upstreamUrl },
       'DEMO MODE: no CPGW_UPSTREAM_API_KEY set; using the bundled emulator as upstream',
