@@ -39,7 +39,10 @@ export interface DeliveryRecord {
   url: string;
   eventId: string;
   event: string;
-  /** The body as the app receives it (signed as these exact bytes). */
+  /**
+   * The body as the app receives it (signed as these exact bytes); '' once delivered: a record is
+   * kept 7 days for the admin listing, and the event (a dossier, ~100 KB) is not needed after.
+   */
   body: string;
   /** X-Service-Delivery: the same on every attempt. */
   delivery: string;
@@ -434,6 +437,7 @@ export class WebhookDeliveries {
     if (ok) {
       record.state = 'delivered';
       record.nextAt = null;
+      record.body = '';
     } else if (delay === undefined) {
       record.state = 'failed';
       record.nextAt = null;

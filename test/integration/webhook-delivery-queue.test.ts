@@ -214,6 +214,7 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     expect(sent[0]!.headers['x-service-attempt']).toBe('2');
     const after = JSON.parse((await rig.store.get('webhook:out:chk_left:crm'))!) as DeliveryRecord;
     expect(after.state).toBe('delivered');
+    expect(after.body).toBe(''); // the event is not kept past its delivery
     expect(await rig.store.get('webhook:done:chk_left:crm')).toBe(`delivered:${now - 1_000}`);
     expect(await rig.store.get('webhook:due:chk_left:crm')).toBeFalsy();
     await q.close();
@@ -240,6 +241,7 @@ describe.each(rigs)('webhook delivery queue (%s store)', (_name, openRig) => {
     expect(sentTo('/failing', 'evt_fail')).toHaveLength(4);
     const record = JSON.parse((await rig.store.get('webhook:out:chk_fail:crm'))!) as DeliveryRecord;
     expect(record.state).toBe('failed');
+    expect(JSON.parse(record.body)).toEqual(event); // kept for a redelivery
     expect(await rig.store.get('webhook:done:chk_fail:crm')).toBe(`failed:${created}`);
     expect(await rig.store.get('webhook:due:chk_fail:crm')).toBeFalsy();
     rig.clock.advance(3_600_000);
