@@ -5,6 +5,24 @@
 //
 // Must never: let cache pressure evict a state key, or let a non-owner release/renew a lock.
 
+/**
+ * Logical prefixes the workers list: every second (check-tickets.ts' pending checks,
+ * webhook-deliveries.ts' due markers) or on every start and sweep (the delivery records and their
+ * done markers, webhook-intake.ts' events). Both stores keep an index of these, so listing one
+ * does not walk every state key.
+ */
+export const LISTED_PREFIXES = [
+  'check-pending:',
+  'webhook:due:',
+  'webhook:done:',
+  'webhook:out:',
+  'webhook:event:',
+] as const;
+
+/** The listed prefix a key or prefix falls under, if any. */
+export const listedPrefixOf = (keyOrPrefix: string): string | undefined =>
+  LISTED_PREFIXES.find((p) => keyOrPrefix.startsWith(p));
+
 export interface StateStore {
   get(key: string): Promise<string | null>;
   set(key: string, value: string, ttlMs: number): Promise<void>;

@@ -38,6 +38,26 @@ describe('MemoryStore only', () => {
     expect(purged).toBeLessThan(bound / 1000 / 7 + 2);
   });
 
+  it("lists the workers' prefixes from their index, which forgets keys that expired or were read after expiry", async () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore({ clock, cacheMaxBytes: 1024 * 1024 });
+    for (let i = 0; i < 3_000; i++) await store.set(`window:${i}`, '1', 3_600_000);
+    for (let i = 0; i < 500; i++) await store.set(`webhook:event:e${i}`, '{}', 1_000);
+    await store.set('webhook:due:chk_1:crm', '5', 3_600_000);
+    await store.acquireLock('webhook:out-lock:chk_1:crm', 'me', 3_600_000); // not a listed prefix
+    await store.set('webhook:out:chk_1:crm', '{}', 3_600_000);
+    expect(await store.keys('webhook:out:')).toEqual(['webhook:out:chk_1:crm']);
+    expect(await store.keys('webhook:due:')).toEqual(['webhook:due:chk_1:crm']);
+    expect(await store.keys('webhook:event:', 10_000)).toHaveLength(500);
+    expect((await store.keys('webhook:event:e49', 10_000)).length).toBe(11); // e49, e490-e499
+    clock.advance(2_000);
+    expect(await store.get('webhook:event:e1')).toBeNull(); // read after expiry: dropped from state
+    expect(store.stateListedSize).toBe(502);
+    for (let i = 0; i < 1_100; i++) await store.set(`window:x${i}`, '1', 3_600_000); // a sweep runs
+    expect(store.stateListedSize).toBe(2);
+    expect(await store.keys('webhook:event:')).toEqual([]);
+  });
+
   it('never evicts state, budgets, limiter slots or ledger records under cache pressure', async () => {
     const clock = new ManualClock();
     const store = new MemoryStore({ clock, cacheMaxBytes: 64 * 1024 });

@@ -70,6 +70,10 @@ export class MemoryStore extends ComposedStore {
   }
 
   /** State keys currently held (expired ones included until swept). */
+  get stateListedSize(): number {
+    return this.parts.state.listedSize;
+  }
+
   get stateSize(): number {
     return this.parts.state.size;
   }

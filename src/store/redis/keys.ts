@@ -68,7 +68,7 @@ export class RedisKeys {
     return this.tagged('b:', logical);
   }
 
-  /** The index of the state keys under a listed logical prefix (redis-state.ts LISTED_PREFIXES). */
+  /** The index of the state keys under a listed logical prefix (state-store.ts LISTED_PREFIXES). */
   stateIndex(logicalPrefix: string): string {
     return `${this.prefix}si:${logicalPrefix}`;
   }

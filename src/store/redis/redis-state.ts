@@ -11,24 +11,11 @@
 //
 // Must never: list cache entries or blobs among state keys, or let a non-owner release or renew.
 import type { Clock } from '../../clock.ts';
-import type { StateStore } from '../state-store.ts';
+import { listedPrefixOf, type StateStore } from '../state-store.ts';
 import { DEFAULT_KEYS_LIMIT, ttlOf } from '../store-util.ts';
 import { dataNodes } from './connection.ts';
 import type { RedisLink } from './link.ts';
 import { INDEX_ADD, INDEX_LIST, RELEASE_LOCK, RENEW_LOCK } from './state-scripts.ts';
-
-/**
- * Logical prefixes listed by the workers: every second (check-tickets.ts' pending checks,
- * webhook-deliveries.ts' due markers) or on every start and sweep (the delivery records and their
- * done markers, webhook-intake.ts' events).
- */
-export const LISTED_PREFIXES = [
-  'check-pending:',
-  'webhook:due:',
-  'webhook:done:',
-  'webhook:out:',
-  'webhook:event:',
-] as const;
 
 /** How often a listed prefix is scanned for keys written without the index (older versions). */
 export const BACKFILL_EVERY_MS = 15 * 60_000;
@@ -62,7 +49,7 @@ export class RedisState implements StateStore {
   }
 
   async keys(prefix: string, limit = DEFAULT_KEYS_LIMIT): Promise<string[]> {
-    const listed = LISTED_PREFIXES.find((p) => prefix.startsWith(p));
+    const listed = listedPrefixOf(prefix);
     if (!listed) return this.scan(prefix, limit);
     await this.backfill(listed);
     const { link } = this;
@@ -84,7 +71,7 @@ export class RedisState implements StateStore {
    * get written lists a key that reads as absent, as an expired one does until its entry lapses).
    */
   private async index(key: string, ttl: number): Promise<void> {
-    const listed = LISTED_PREFIXES.find((p) => key.startsWith(p));
+    const listed = listedPrefixOf(key);
     if (!listed) return;
     const { link } = this;
     await link.script(INDEX_ADD, [link.k.stateIndex(listed)], [this.clock.now(), ttl, key]);
