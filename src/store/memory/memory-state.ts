@@ -124,7 +124,10 @@ export class MemoryState implements StateStore {
     const group = listedPrefixOf(key);
     if (group !== undefined) {
       let keys = this.listed.get(group);
-      if (!keys) this.listed.set(group, (keys = new Set()));
+      if (!keys) {
+        keys = new Set();
+        this.listed.set(group, keys);
+      }
       keys.add(key);
     }
     this.writes.wrote();
