@@ -7,6 +7,7 @@
 //
 // Membership is one state key per (check, app), written with setIfAbsent: adding an app is never
 // a read-modify-write of a shared list.
+import { getAll } from '../store/state-store.ts';
 import type { StateStore } from '../store/store.ts';
 
 export interface CheckTicket {
@@ -103,7 +104,7 @@ export class CheckTickets {
   /** Ids of the checks still being collected (one per company and purpose), for the gateway's own polls. */
   async pendingIds(limit = 1000): Promise<string[]> {
     const keys = await this.store.keys('check-pending:', limit);
-    const ids = await Promise.all(keys.map((k) => this.store.get(k)));
+    const ids = await getAll(this.store, keys);
     return ids.filter((id): id is string => typeof id === 'string' && id !== '');
   }
 

@@ -24,6 +24,7 @@
 // is the app's duplicate to drop by event id), send without a signature, or wait on real timers.
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
+import { getAll } from '../store/state-store.ts';
 import type { StateStore } from '../store/store.ts';
 import { signatureHeader } from './webhook-signature.ts';
 
@@ -89,9 +90,9 @@ const idOf = (key: string, prefix: string) => key.slice(prefix.length);
 export const SWEEP_EVERY_MS = 15 * 60_000;
 /** A due marker whose record is missing is left alone this long (its enqueue may be between the two writes). */
 const ORPHAN_GRACE_MS = 60_000;
-/** Markers or records read at once. */
-const READ_BATCH = 256;
 const LIST_ALL = 10_000_000;
+/** Records the sweep reads (and marks) at once. */
+const SWEEP_BATCH = 256;
 
 /**
  * A marker's value: `<what>:<createdAt>`, <what> being the next attempt's time (due markers) or
@@ -162,7 +163,10 @@ export class WebhookDeliveries {
   async overview(state?: DeliveryRecord['state'], limit = 100): Promise<DeliveryOverview> {
     const { store } = this.options;
     const [due, done] = await Promise.all([store.keys(DUE, LIST_ALL), store.keys(DONE, LIST_ALL)]);
-    const [dueValues, doneValues] = await Promise.all([this.readAll(due), this.readAll(done)]);
+    const [dueValues, doneValues] = await Promise.all([
+      getAll(this.options.store, due),
+      getAll(this.options.store, done),
+    ]);
     const known = new Map<string, { state: DeliveryRecord['state']; createdAt: number }>();
     due.forEach((k, i) => {
       const value = dueValues[i];
@@ -180,7 +184,10 @@ export class WebhookDeliveries {
       if (state === undefined || m.state === state) wanted.push({ id, createdAt: m.createdAt });
     }
     wanted.sort((a, b) => b.createdAt - a.createdAt);
-    const read = await this.readAll(wanted.slice(0, limit).map((w) => PREFIX + w.id));
+    const read = await getAll(
+      this.options.store,
+      wanted.slice(0, limit).map((w) => PREFIX + w.id),
+    );
     const records = read
       .map((raw) => (raw ? (JSON.parse(raw) as DeliveryRecord) : null))
       .filter((r): r is DeliveryRecord => r !== null && (state === undefined || r.state === state))
@@ -196,7 +203,7 @@ export class WebhookDeliveries {
   async redeliver(filter: { app?: string; checkId?: string } = {}): Promise<number> {
     const { store, clock, replicaId, timeoutMs } = this.options;
     const done = await store.keys(DONE, LIST_ALL);
-    const values = await this.readAll(done);
+    const values = await getAll(this.options.store, done);
     const wanted = done
       .filter((_, i) => parseMarker(values[i] ?? '').head === 'failed')
       .map((k) => idOf(k, DONE))
@@ -228,16 +235,6 @@ export class WebhookDeliveries {
     }
     if (queued > 0) void this.kick();
     return queued;
-  }
-
-  private async readAll(keys: string[]): Promise<Array<string | null>> {
-    const values: Array<string | null> = [];
-    for (let i = 0; i < keys.length; i += READ_BATCH) {
-      values.push(
-        ...(await Promise.all(keys.slice(i, i + READ_BATCH).map((k) => this.options.store.get(k)))),
-      );
-    }
-    return values;
   }
 
   /** Starts the due attempts now; resolves once they (and any already running for them) end. */
@@ -312,7 +309,7 @@ export class WebhookDeliveries {
       }
     }
     const markers = await store.keys(DUE, LIST_ALL);
-    const values = await this.readAll(markers);
+    const values = await getAll(this.options.store, markers);
     const claims: Promise<void>[] = [];
     if (this.stop.signal.aborted) return claims;
     markers.forEach((marker, i) => {
@@ -373,8 +370,8 @@ export class WebhookDeliveries {
     ]);
     const marked = new Set([...due.map((k) => idOf(k, DUE)), ...done.map((k) => idOf(k, DONE))]);
     const unmarked = records.filter((k) => !marked.has(idOf(k, PREFIX)));
-    for (let i = 0; i < unmarked.length && !this.stop.signal.aborted; i += READ_BATCH) {
-      const batch = unmarked.slice(i, i + READ_BATCH);
+    for (let i = 0; i < unmarked.length && !this.stop.signal.aborted; i += SWEEP_BATCH) {
+      const batch = unmarked.slice(i, i + SWEEP_BATCH);
       await Promise.all(
         batch.map(async (key) => {
           const record = await this.read(key);

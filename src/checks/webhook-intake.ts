@@ -7,6 +7,7 @@
 //
 // Must never: acknowledge an event it did not store, or process one id's effects as new twice.
 import type { Clock } from '../clock.ts';
+import { getAll } from '../store/state-store.ts';
 import type { StateStore } from '../store/store.ts';
 import { asCheckEvent, type CheckCompletion, type CheckEvent, resultOf } from './check-completion.ts';
 
@@ -90,15 +91,12 @@ export class WebhookIntake {
   async recover(): Promise<number> {
     const { store } = this.options;
     const keys = await store.keys(PREFIX, 10_000_000);
+    const raws = await getAll(store, keys);
     let n = 0;
-    for (let i = 0; i < keys.length; i += 256) {
-      const batch = keys.slice(i, i + 256);
-      const raws = await Promise.all(batch.map((k) => store.get(k)));
-      for (const [j, raw] of raws.entries()) {
-        if (!raw || (JSON.parse(raw) as StoredEvent).state !== 'new') continue;
-        await this.process(batch[j]!.slice(PREFIX.length));
-        n += 1;
-      }
+    for (const [i, raw] of raws.entries()) {
+      if (!raw || (JSON.parse(raw) as StoredEvent).state !== 'new') continue;
+      await this.process(keys[i]!.slice(PREFIX.length));
+      n += 1;
     }
     return n;
   }

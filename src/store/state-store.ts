@@ -49,3 +49,19 @@ export interface StateStore {
   putBlob(key: string, value: Buffer, ttlMs: number): Promise<void>;
   getBlob(key: string): Promise<Buffer | null>;
 }
+
+/**
+ * Values of many state keys, `batch` reads in flight at a time (the role has no multi-get; the
+ * workers' listings can name tens of thousands of keys). In the keys' order; null where absent.
+ */
+export async function getAll(
+  store: Pick<StateStore, 'get'>,
+  keys: readonly string[],
+  batch = 256,
+): Promise<Array<string | null>> {
+  const values: Array<string | null> = [];
+  for (let i = 0; i < keys.length; i += batch) {
+    values.push(...(await Promise.all(keys.slice(i, i + batch).map((k) => store.get(k)))));
+  }
+  return values;
+}
