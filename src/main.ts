@@ -46,10 +46,16 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   let effective: GatewayConfig = config;
   // A reload reads the same files and environment again; demo mode keeps its demo app.
   let demoApp: GatewayConfig['apps'][number] | null = null;
+  // Demo mode: the emulator is the upstream, so its address is what the gateway rewrites out of
+  // the URLs it hands to apps (check tickets, events), as it does the real upstream's.
+  const withDemo = (c: GatewayConfig, app: GatewayConfig['apps'][number]): GatewayConfig => ({
+    ...c,
+    upstream: { ...c.upstream, url: upstreamUrl },
+    apps: [...c.apps, app],
+  });
   const reloadConfig = (): GatewayConfig => {
     const next = loadConfig({ files: options.configFiles, env: options.env }).config;
-    if (demoApp)
-      return { ...next, upstream: { ...next.upstream, url: upstreamUrl }, apps: [...next.apps, demoApp] };
+    if (demoApp) return withDemo(next, demoApp);
     if (next.apps.length === 0) throw new ConfigError(['apps: empty; the gateway would refuse every call']);
     return next;
   };
@@ -74,13 +80,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
       limits: { weight: 1, priority: 0, caps: {} },
       webhook: null,
     };
-    // The emulator is the upstream: its address is what the gateway rewrites out of the URLs it
-    // hands to apps (check tickets, events), as it does the real upstream's.
-    effective = {
-      ...config,
-      upstream: { ...config.upstream, url: upstreamUrl },
-      apps: [...config.apps, demoApp],
-    };
+    effective = withDemo(config, demoApp);
     logger.warn(
       { upstream: upstreamUrl },
       'DEMO MODE: no CPGW_UPSTREAM_API_KEY set; using the bundled emulator as upstream',

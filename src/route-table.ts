@@ -103,7 +103,8 @@ export interface UpstreamRoute extends RouteSpec {
   name: RouteName;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A check id as the upstream hands them out (GET /v1/checks/{uuid}; compared in any case). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function verdict(...problems: FieldProblem[][]): Verdict {
   const fields = problems.flat();

@@ -12,6 +12,8 @@ import { checkInn } from '../domain/requests.ts';
 import { ApiError, type FieldProblem } from '../errors.ts';
 import { adminOpenApi } from '../openapi/admin-openapi.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
+import { parseJsonBody } from '../pipeline/stages/validate.ts';
+import { UUID } from '../route-table.ts';
 
 /** Checks the admin token against the config in force now; answers that config's deps. */
 function requireAdmin(request: FastifyRequest, current: () => PipelineDeps): PipelineDeps {
@@ -198,22 +200,18 @@ export function registerAdminRoutes(
   app.post('/admin/webhooks/redeliver', async (request) => {
     const deps = requireAdmin(request, current);
     const problems: FieldProblem[] = [];
-    // Bodies arrive raw (server.ts): empty means no filter.
-    const raw = Buffer.isBuffer(request.body) ? request.body.toString('utf8').trim() : '';
-    let body: Record<string, unknown> = {};
-    try {
-      const parsed: unknown = raw === '' ? {} : JSON.parse(raw);
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
-        throw new Error('not an object');
-      body = parsed as Record<string, unknown>;
-    } catch {
+    // Bodies arrive raw (server.ts): none means no filter.
+    const raw = Buffer.isBuffer(request.body) ? request.body : undefined;
+    const parsed = raw && raw.toString('utf8').trim() !== '' ? parseJsonBody(raw) : {};
+    const isObject = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed);
+    if (!isObject) {
       problems.push({ field: 'body', code: 'invalid_value', message: 'body must be a JSON object' });
     }
-    const { app: name, check_id: checkId } = body;
+    const { app: name, check_id: checkId } = (isObject ? parsed : {}) as Record<string, unknown>;
     if (name !== undefined && (typeof name !== 'string' || !deps.config.apps.some((a) => a.name === name))) {
       problems.push({ field: 'app', code: 'invalid_value', message: 'app must name a configured app' });
     }
-    if (checkId !== undefined && (typeof checkId !== 'string' || !/^[0-9a-zA-Z-]{1,64}$/.test(checkId))) {
+    if (checkId !== undefined && (typeof checkId !== 'string' || !UUID.test(checkId))) {
       problems.push({ field: 'check_id', code: 'invalid_value', message: 'check_id must be a check id' });
     }
     if (problems.length > 0) throw ApiError.validation(problems);
