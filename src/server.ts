@@ -92,14 +92,26 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // pipeline exists, below.
   const httpOptions = {
     connectionsCheckingInterval: Math.min(5_000, Math.ceil(config.server.requestTimeoutMs / 4)),
+    // Node would answer a request without Host with a bare 400 (no envelope, no X-Request-Id);
+    // the factory below answers it in the envelope instead.
+    requireHostHeader: false,
   };
   let hitPath: ((req: IncomingMessage, res: ServerResponse) => boolean) | null = null;
   const app = Fastify({
     serverFactory: (handler) => {
       const server = createHttpServer(httpOptions, (req, res) => {
+        if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+          // HTTP/1.1 requires Host (RFC 9112 3.2).
+          rawRefusal(req.socket, 400, 'host', 'missing', 'The request has no Host header');
+          return;
+        }
         if (hitPath?.(req, res)) return;
         handler(req, res);
       });
+      // CONNECT is not a gateway method; without a listener Node drops the socket silently.
+      server.on('connect', (_req: IncomingMessage, socket: Socket) =>
+        rawRefusal(socket, 405, 'method', 'not_allowed', 'CONNECT is not supported'),
+      );
       // What fastify sets on a server it makes itself (lib/server.js getServerInstance).
       server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
       server.requestTimeout = config.server.requestTimeoutMs;
@@ -598,29 +610,31 @@ export function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Socket): v
         : code === 'HPE_URI_TOO_LONG'
           ? 414
           : 400;
-  const reasons: Record<number, string> = {
-    400: 'Bad Request',
-    408: 'Request Timeout',
-    414: 'URI Too Long',
-    431: 'Request Header Fields Too Large',
-  };
   const messages: Record<number, string> = {
     400: 'The request could not be parsed',
     408: 'The request did not arrive in time',
     414: 'The request line is too long',
     431: 'The request headers are too large',
   };
+  rawRefusal(socket, status, 'request', code || 'invalid', messages[status]!);
+}
+
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  414: 'URI Too Long',
+  431: 'Request Header Fields Too Large',
+};
+
+/** A refusal written on the raw socket (no request object to answer through), then closed. */
+function rawRefusal(socket: Socket, status: number, field: string, code: string, message: string): void {
   const requestId = randomUUID();
   const body = JSON.stringify(
-    errorEnvelope(
-      'validation_failed',
-      requestId,
-      { fields: [{ field: 'request', code: code || 'invalid', message: messages[status]! }] },
-      messages[status],
-    ),
+    errorEnvelope('validation_failed', requestId, { fields: [{ field, code, message }] }, message),
   );
   socket.end(
-    `HTTP/1.1 ${status} ${reasons[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${REASONS[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
 
