@@ -25,7 +25,7 @@ import { ChargeBook } from './cost/charge-book.ts';
 import { ChargeGate } from './cost/charge-gate.ts';
 import { ChargeOutbox } from './cost/charge-outbox.ts';
 import { Coalescer } from './cost/coalescer.ts';
-import { PriceBook } from './cost/price-book.ts';
+import { PRICES_CHANNEL, PriceBook, parseLearnedPrice } from './cost/price-book.ts';
 import { Reconciler } from './cost/reconciler.ts';
 import { SpendLedger } from './cost/spend-ledger.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
@@ -290,7 +290,17 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const webhookSecrets = deps.webhookSecrets ?? { upstream: [], apps: {} };
   const checkEvents = createCheckEvents(pipelineDeps, webhookSecrets, randomUUID());
   registerWebhookIngress(app, pipelineDeps, checkEvents, webhookSecrets);
+  let unsubscribePrices: (() => Promise<void>) | null = null;
   app.addHook('onReady', async () => {
+    unsubscribePrices = await deps.store
+      .subscribe(PRICES_CHANNEL, (message) => {
+        const learned = parseLearnedPrice(message);
+        if (learned) pipelineDeps.prices.learn(learned, false);
+      })
+      .catch((err: unknown) => {
+        deps.logger.warn({ err: (err as Error)?.message }, 'cannot hear prices learned by other replicas');
+        return null;
+      });
     await pipelineDeps.prices.start();
     await checkEvents.start();
     const replayed = await pipelineDeps.outbox.loadSaved();
@@ -300,6 +310,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
   app.addHook('onClose', async () => {
     pipelineDeps.prices.stop();
+    await unsubscribePrices?.().catch(() => undefined);
     await checkEvents.close();
     await pipelineDeps.coalescer.idle();
     await pipelineDeps.cache.packed();
@@ -568,6 +579,18 @@ function buildPipelineDeps(
       refreshMs: config.cost.pricesRefreshSeconds * 1000,
       timeoutMs: config.upstream.timeoutMs,
       onError: (err) => logger.warn({ err: (err as Error).message }, 'price table refresh failed'),
+      onLearn: (learned, spread) => {
+        metrics.m.price.set({ kind: learned.kind }, learned.priceMinor);
+        if (!spread) return;
+        logger.info({ price: learned }, 'price learned from a charge (X-Charged-Minor)');
+        // Every replica estimates at the new price from the next call on (bus: a hint; a replica
+        // that misses it learns from its own next charge or from /v1/me).
+        store
+          .publish(PRICES_CHANNEL, JSON.stringify(learned))
+          .catch((err: unknown) =>
+            logger.warn({ err: (err as Error)?.message }, 'could not spread a learned price'),
+          );
+      },
     }),
     tickets: new CheckTickets(store),
     sections: new SectionVerdicts({
