@@ -28,6 +28,8 @@ import { Coalescer } from './cost/coalescer.ts';
 import { PRICES_CHANNEL, PriceBook, parseLearnedPrice } from './cost/price-book.ts';
 import { Reconciler } from './cost/reconciler.ts';
 import { SpendLedger } from './cost/spend-ledger.ts';
+import { reconcile } from './cost/wallet-reconciliation.ts';
+import { WalletSnapshots } from './cost/wallet-snapshots.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
 import { ApiError, errorEnvelope } from './errors.ts';
 import { RateGovernor } from './limits/index.ts';
@@ -497,6 +499,29 @@ function buildPipelineDeps(
   });
   const moneyFault = (err: unknown, what: string) =>
     logger.warn({ err: (err as Error)?.message ?? String(err) }, what);
+  const walletSnapshots = new WalletSnapshots(store, config.cost.timeZone);
+  const spendLedger = new SpendLedger(store);
+  // A charge is debited between its call's start and its answer: at most the upstream timeout.
+  const walletLagMs = config.upstream.timeoutMs + 5_000;
+  const reconcileWallet = async (wallet: { balance_minor: number; as_of: string }) => {
+    try {
+      const pair = await walletSnapshots.record(wallet);
+      if (!pair) return;
+      const entries = await spendLedger.read(pair[0].asOf - walletLagMs, pair[1].asOf + 1);
+      const [r] = reconcile(pair, entries, walletLagMs);
+      if (!r) return;
+      if (r.unattributedMinor > 0) {
+        metrics.m.walletUnattributed.inc(r.unattributedMinor);
+        logger.warn(
+          { wallet: { ...r, from: new Date(r.from).toISOString(), to: new Date(r.to).toISOString() } },
+          "the vendor's wallet fell by more than the ledger charged: unattributed spend",
+        );
+      }
+      if (r.topUpMinor > 0) metrics.m.walletTopUps.inc(r.topUpMinor);
+    } catch (err) {
+      moneyFault(err, 'wallet reconciliation failed');
+    }
+  };
   const policy = { config } as LivePolicy;
   const notices = new SoftLimitNotices({
     budgets: { status: (app) => policy.budgets.status(app) },
@@ -571,7 +596,9 @@ function buildPipelineDeps(
     charges,
     outbox,
     reconciler,
-    ledger: new SpendLedger(store),
+    ledger: spendLedger,
+    walletSnapshots,
+    walletLagMs,
     prices: new PriceBook({
       // The gateway's own calls spend the key budget too, under the name "_gateway".
       upstream: { request: (req) => upstream.request({ ...req, app: '_gateway', route: 'me' }) },
@@ -579,6 +606,11 @@ function buildPipelineDeps(
       refreshMs: config.cost.pricesRefreshSeconds * 1000,
       timeoutMs: config.upstream.timeoutMs,
       onError: (err) => logger.warn({ err: (err as Error).message }, 'price table refresh failed'),
+      // Every /v1/me read keeps a wallet snapshot; the first replica to keep one reconciles the
+      // newest settled interval against the ledger (cost/wallet-reconciliation.ts).
+      onRefresh: (me) => {
+        if (me.wallet) void reconcileWallet(me.wallet);
+      },
       onLearn: (learned, spread) => {
         metrics.m.price.set({ kind: learned.kind }, learned.priceMinor);
         if (!spread) return;

@@ -7,7 +7,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bearerToken, matchToken } from '../auth/tokens.ts';
 import type { DeliveryRecord, WebhookDeliveries } from '../checks/webhook-deliveries.ts';
 import { ConfigError } from '../config/load.ts';
+import { localDate } from '../cost/budget-periods.ts';
 import { ledgerCsv } from '../cost/spend-ledger.ts';
+import { byDay, reconcile } from '../cost/wallet-reconciliation.ts';
 import { checkInn } from '../domain/requests.ts';
 import { ApiError, type FieldProblem } from '../errors.ts';
 import { adminOpenApi } from '../openapi/admin-openapi.ts';
@@ -73,6 +75,77 @@ export function registerAdminRoutes(
         problems.map((message) => ({ field: 'config', code: 'invalid_config', message })),
       );
     }
+  });
+
+  // The vendor's wallet against the ledger (issue 28): per interval between /v1/me snapshots and
+  // per day, the vendor's debit, the ledger's charges, unattributed spend and top-ups.
+  app.get('/admin/reconciliation', async (request, reply) => {
+    const deps = requireAdmin(request, current);
+    const q = request.query as Record<string, string | undefined>;
+    const format = q.format ?? 'json';
+    if (format !== 'json' && format !== 'csv') {
+      throw ApiError.validation([
+        { field: 'format', code: 'invalid_value', message: 'format must be json or csv' },
+      ]);
+    }
+    const to = parseTime(q.to, 'to', deps.clock.now() + 1);
+    const from = parseTime(q.from, 'from', to - 7 * 86_400_000);
+    if (from >= to || to - from > 400 * 86_400_000) {
+      throw ApiError.validation([
+        { field: 'from', code: 'invalid_range', message: 'from must be before to, at most 400 days apart' },
+      ]);
+    }
+    const snapshots = await deps.walletSnapshots.read(from, to);
+    const first = snapshots[0]?.asOf ?? from;
+    const entries = await deps.ledger.read(Math.min(first, from) - deps.walletLagMs, to);
+    const intervals = reconcile(snapshots, entries, deps.walletLagMs);
+    const zone = deps.config.cost.timeZone;
+    const days = byDay(intervals, entries, (ms) => localDate(ms, zone));
+    const sum = (k: 'unattributedMinor' | 'topUpMinor' | 'vendorDebitMinor') =>
+      intervals.reduce((n, r) => n + r[k], 0);
+    if (format === 'csv') {
+      const lines = ['day,vendor_debit_minor,ledger_minor,unattributed_minor,top_up_minor,balance_minor'];
+      for (const d of days)
+        lines.push(
+          [d.day, d.vendorDebitMinor, d.ledgerMinor, d.unattributedMinor, d.topUpMinor, d.balanceMinor].join(
+            ',',
+          ),
+        );
+      return reply
+        .header('content-type', 'text/csv; charset=utf-8')
+        .header('content-disposition', 'attachment; filename="cpgw-reconciliation.csv"')
+        .send(`${lines.join('\n')}\n`);
+    }
+    return {
+      from: new Date(from).toISOString(),
+      to: new Date(to).toISOString(),
+      time_zone: zone,
+      snapshots: snapshots.length,
+      totals: {
+        vendor_debit_minor: sum('vendorDebitMinor'),
+        unattributed_minor: sum('unattributedMinor'),
+        top_up_minor: sum('topUpMinor'),
+      },
+      days: days.map((d) => ({
+        day: d.day,
+        vendor_debit_minor: d.vendorDebitMinor,
+        ledger_minor: d.ledgerMinor,
+        unattributed_minor: d.unattributedMinor,
+        top_up_minor: d.topUpMinor,
+        balance_minor: d.balanceMinor,
+      })),
+      intervals: intervals.map((r) => ({
+        from: new Date(r.from).toISOString(),
+        to: new Date(r.to).toISOString(),
+        balance_from_minor: r.balanceFrom,
+        balance_to_minor: r.balanceTo,
+        vendor_debit_minor: r.vendorDebitMinor,
+        ledger_minor: r.ledgerMinor,
+        uncertain_minor: r.uncertainMinor,
+        unattributed_minor: r.unattributedMinor,
+        top_up_minor: r.topUpMinor,
+      })),
+    };
   });
 
   app.get('/admin/ledger', async (request, reply) => {

@@ -38,6 +38,8 @@ interface PriceChange {
 
 export class BillingLedger {
   private readonly wallets = new Map<number, number>();
+  /** Per account: every balance change (ms, balance), for /v1/me's lagging `as_of` view. */
+  private readonly walletHistory = new Map<number, Array<{ at: number; balance: number }>>();
   private current: PriceTable;
   private history: PriceChange[] = [];
   private entries: LedgerEntry[] = [];
@@ -47,6 +49,7 @@ export class BillingLedger {
     private readonly initialPrices: PriceTable,
     private readonly initialWallet: number,
     private readonly priceLagMs: number,
+    private readonly walletLagMs = 0,
   ) {
     this.current = { ...initialPrices };
     this.history = [{ at: Number.NEGATIVE_INFINITY, prices: { ...initialPrices } }];
@@ -57,7 +60,34 @@ export class BillingLedger {
   }
 
   setBalance(accountId: number, balanceMinor: number): void {
-    this.wallets.set(accountId, balanceMinor);
+    this.setWallet(accountId, balanceMinor);
+  }
+
+  /**
+   * The wallet as /v1/me shows it: the balance as of `walletLagMs` ago, with that moment as
+   * `as_of` (the spec: the balance is the last known value and may lag charges and top-ups).
+   * Every key of the account sees, and debits, the same wallet.
+   */
+  shownWallet(accountId: number): { balance_minor: number; as_of: number } {
+    const asOf = this.clock.now() - this.walletLagMs;
+    if (this.walletLagMs === 0) return { balance_minor: this.balance(accountId), as_of: asOf };
+    let balance = this.initialWallet;
+    for (const change of this.walletHistory.get(accountId) ?? []) {
+      if (change.at > asOf) break;
+      balance = change.balance;
+    }
+    return { balance_minor: balance, as_of: asOf };
+  }
+
+  private setWallet(accountId: number, balance: number): void {
+    this.wallets.set(accountId, balance);
+    if (this.walletLagMs === 0) return;
+    const history = this.walletHistory.get(accountId) ?? [];
+    history.push({ at: this.clock.now(), balance });
+    // Only what the lagging view can still need, plus the last change before it.
+    const cutoff = this.clock.now() - this.walletLagMs;
+    while (history.length > 1 && history[1]!.at <= cutoff) history.shift();
+    this.walletHistory.set(accountId, history);
   }
 
   /** The price charged now; throws price_inactive for a kind withdrawn from sale. */
@@ -99,7 +129,7 @@ export class BillingLedger {
     if (balance < amountMinor) {
       throw new ApiError('insufficient_funds', { balance_minor: balance, price_minor: amountMinor });
     }
-    this.wallets.set(request.accountId, balance - amountMinor);
+    this.setWallet(request.accountId, balance - amountMinor);
     const now = this.clock.now();
     const entry: LedgerEntry = {
       at_ms: now,
@@ -143,6 +173,7 @@ export class BillingLedger {
 
   reset(): void {
     this.wallets.clear();
+    this.walletHistory.clear();
     this.current = { ...this.initialPrices };
     this.history = [{ at: Number.NEGATIVE_INFINITY, prices: { ...this.initialPrices } }];
     this.entries = [];

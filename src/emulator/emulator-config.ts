@@ -59,6 +59,8 @@ export interface EmulatorOptions extends ModeOptions {
   /** A check of a company checked within this many seconds is warm: data already fresh. */
   freshSeconds?: number;
   priceLagSeconds?: number;
+  /** /v1/me's wallet is the balance as of this many seconds ago (`as_of` says when). */
+  walletLagSeconds?: number;
   prices?: Partial<PriceTable>;
   walletMinor?: number;
   limits?: Partial<LimitOptions>;
@@ -89,6 +91,7 @@ export interface ResolvedConfig {
   checkWaitMs: number;
   freshMs: number;
   priceLagMs: number;
+  walletLagMs: number;
   prices: PriceTable;
   walletMinor: number;
   limits: LimitOptions;
@@ -148,6 +151,7 @@ export function resolveConfig(options: EmulatorOptions = {}): ResolvedConfig {
     checkWaitMs: nonNegative(problems, 'check-wait-seconds', options.checkWaitSeconds ?? 10) * 1000,
     freshMs: nonNegative(problems, 'fresh-seconds', options.freshSeconds ?? windowSeconds) * 1000,
     priceLagMs: nonNegative(problems, 'price-lag-seconds', options.priceLagSeconds ?? 3) * 1000,
+    walletLagMs: nonNegative(problems, 'wallet-lag-seconds', options.walletLagSeconds ?? 0) * 1000,
     prices,
     walletMinor,
     limits,

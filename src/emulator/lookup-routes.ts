@@ -25,7 +25,9 @@ export function registerLookupRoutes(app: FastifyInstance, ctx: EmulatorContext)
           expires_at: key.expiresAt === null ? null : isoMsk(key.expiresAt),
         },
         wallet: ctx.modes.walletKnown()
-          ? { balance_minor: ctx.billing.balance(key.accountId), as_of: isoMsk(ctx.clock.now()) }
+          ? (({ balance_minor, as_of }) => ({ balance_minor, as_of: isoMsk(as_of) }))(
+              ctx.billing.shownWallet(key.accountId),
+            )
           : null,
         prices: ctx.modes.pricesKnown() ? ctx.billing.shownPrices() : null,
       });

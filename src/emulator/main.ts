@@ -30,6 +30,7 @@ const USAGE = `usage: cpgw emulator [options]     (each flag also as env CPGW_EM
   --check-wait-seconds N   wait before 202 (default 10)
   --fresh-seconds N        a check within N s of the last one for the INN is warm (default window)
   --price-lag-seconds N    delay before /v1/me shows a price change (default 3)
+  --wallet-lag-seconds N   /v1/me's wallet is the balance N s ago; as_of says when (default 0)
   --price KIND=KOPECKS     repeatable; KIND one of ${PRICE_KEYS.join(', ')}; "null" withdraws from sale
   --wallet KOPECKS         starting balance per account (default 10000000)
   --key-limit N --search-limit N --suggest-limit N --cold-check-limit N --persons-daily-limit N
@@ -55,6 +56,7 @@ const FLAGS = {
   'check-wait-seconds': { type: 'string' },
   'fresh-seconds': { type: 'string' },
   'price-lag-seconds': { type: 'string' },
+  'wallet-lag-seconds': { type: 'string' },
   price: { type: 'string', multiple: true },
   wallet: { type: 'string' },
   'key-limit': { type: 'string' },
@@ -141,6 +143,7 @@ export function parseEmulatorArgs(
     checkWaitSeconds: 'check-wait-seconds',
     freshSeconds: 'fresh-seconds',
     priceLagSeconds: 'price-lag-seconds',
+    walletLagSeconds: 'wallet-lag-seconds',
     walletMinor: 'wallet',
     nullPricesSeconds: 'null-prices-seconds',
     nullWalletSeconds: 'null-wallet-seconds',

@@ -231,6 +231,18 @@ export const METRICS = {
     labels: [],
     shared: true,
   },
+  walletUnattributed: {
+    name: 'cpgw_wallet_unattributed_minor_total',
+    type: 'counter',
+    help: "Kopecks the vendor's wallet fell by beyond the ledger's charges (another key, the cabinet, or a lost charge); sum over replicas",
+    labels: [],
+  },
+  walletTopUps: {
+    name: 'cpgw_wallet_topups_minor_total',
+    type: 'counter',
+    help: "Kopecks the vendor's wallet rose by beyond the ledger's charges (top-ups); sum over replicas",
+    labels: [],
+  },
   rateLimit: {
     name: 'cpgw_ratelimit_limit',
     type: 'gauge',

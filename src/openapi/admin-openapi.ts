@@ -57,6 +57,40 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
       },
     },
   },
+  '/admin/reconciliation': {
+    get: {
+      summary:
+        "The vendor's wallet against the ledger: per /v1/me snapshot interval and per day, debit, ledger, unattributed spend, top-ups (JSON) or per day as CSV",
+      parameters: [
+        { name: 'from', in: 'query', schema: { type: 'string' }, description: 'ISO time or epoch ms' },
+        { name: 'to', in: 'query', schema: { type: 'string' }, description: 'ISO time or epoch ms' },
+        { name: 'format', in: 'query', schema: { type: 'string', enum: ['json', 'csv'] } },
+      ],
+      responses: {
+        ...ok('Reconciliation', {
+          type: 'object',
+          required: ['totals', 'days', 'intervals'],
+          properties: {
+            from: { type: 'string' },
+            to: { type: 'string' },
+            time_zone: { type: 'string' },
+            snapshots: { type: 'integer' },
+            totals: {
+              type: 'object',
+              properties: {
+                vendor_debit_minor: { type: 'integer' },
+                unattributed_minor: { type: 'integer' },
+                top_up_minor: { type: 'integer' },
+              },
+            },
+            days: { type: 'array', items: { type: 'object', additionalProperties: true } },
+            intervals: { type: 'array', items: { type: 'object', additionalProperties: true } },
+          },
+        }),
+        ...invalid,
+      },
+    },
+  },
   '/admin/budgets': {
     get: { summary: "Every app's and the global budgets, current periods", responses: ok('Budgets') },
   },

@@ -13,6 +13,7 @@ import type { Coalescer } from '../cost/coalescer.ts';
 import type { PriceBook } from '../cost/price-book.ts';
 import type { Reconciler } from '../cost/reconciler.ts';
 import type { SpendLedger } from '../cost/spend-ledger.ts';
+import type { WalletSnapshots } from '../cost/wallet-snapshots.ts';
 import type { WindowTracker } from '../cost/window-tracker.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
 import type { Store } from '../store/store.ts';
@@ -40,6 +41,10 @@ export interface PipelineDeps {
   /** Resolves charges whose outcome is unknown. */
   reconciler: Reconciler;
   ledger: SpendLedger;
+  /** Wallet snapshots from /v1/me, for reconciliation against the ledger. */
+  walletSnapshots: WalletSnapshots;
+  /** How long after its call started a charge may be debited (reconciliation's uncertainty). */
+  walletLagMs: number;
   prices: PriceBook;
   tickets: CheckTickets;
   cache: ResponseCache;
