@@ -25,6 +25,7 @@ import { ChargeBook } from './cost/charge-book.ts';
 import { ChargeGate } from './cost/charge-gate.ts';
 import { ChargeOutbox } from './cost/charge-outbox.ts';
 import { Coalescer } from './cost/coalescer.ts';
+import { MoneyClock } from './cost/money-clock.ts';
 import { PRICES_CHANNEL, PriceBook, parseLearnedPrice } from './cost/price-book.ts';
 import { Reconciler } from './cost/reconciler.ts';
 import { SpendLedger } from './cost/spend-ledger.ts';
@@ -294,6 +295,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   registerWebhookIngress(app, pipelineDeps, checkEvents, webhookSecrets);
   let unsubscribePrices: (() => Promise<void>) | null = null;
   app.addHook('onReady', async () => {
+    await pipelineDeps.moneyClock.start();
     unsubscribePrices = await deps.store
       .subscribe(PRICES_CHANNEL, (message) => {
         const learned = parseLearnedPrice(message);
@@ -311,6 +313,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     pipelineDeps.reconciler.start();
   });
   app.addHook('onClose', async () => {
+    pipelineDeps.moneyClock.stop();
     pipelineDeps.prices.stop();
     await unsubscribePrices?.().catch(() => undefined);
     await checkEvents.close();
@@ -389,7 +392,7 @@ function reconfigured(
   // reload before any part is swapped.
   for (const a of next.apps)
     if (!(a.limits.weight > 0)) throw new RangeError(`apps.${a.name}.limits.weight must be > 0`);
-  const budgets = budgetGuard({ config: next, store: prev.store, clock: prev.clock }, base.notices);
+  const budgets = budgetGuard({ config: next, store: prev.store, clock: prev.moneyClock }, base.notices);
   return { ...prev, config: next, budgets, charges: base.chargesFor(budgets) };
 }
 
@@ -522,6 +525,23 @@ function buildPipelineDeps(
       moneyFault(err, 'wallet reconciliation failed');
     }
   };
+  // Budget periods and leases follow the money store's clock (cost/money-clock.ts).
+  let skewWarned = false;
+  const moneyClock = new MoneyClock(clock, {
+    serverTimeMs:
+      config.cost.moneyClock === 'store' && store.serverTimeMs ? () => store.serverTimeMs!() : null,
+    onSkew: (skewMs) => {
+      metrics.m.clockSkew.set(skewMs / 1000);
+      const over = Math.abs(skewMs) > 1_000;
+      if (over && !skewWarned)
+        logger.warn(
+          { skewMs },
+          "this replica's clock is off the money store's by more than 1 s (money follows the store's)",
+        );
+      skewWarned = over;
+    },
+    onError: (err) => moneyFault(err, 'money clock: could not read the store time'),
+  });
   const policy = { config } as LivePolicy;
   const notices = new SoftLimitNotices({
     budgets: { status: (app) => policy.budgets.status(app) },
@@ -531,7 +551,7 @@ function buildPipelineDeps(
     hasSoft: (app) => hasSoftLimit(policy.config, app),
     notice: config.notices,
   });
-  const budgets = budgetGuard(deps, notices);
+  const budgets = budgetGuard({ config, store, clock: moneyClock }, notices);
   policy.budgets = budgets;
   const outbox = new ChargeOutbox({
     store,
@@ -546,7 +566,7 @@ function buildPipelineDeps(
       store,
       budgets: guard,
       outbox,
-      clock,
+      clock: moneyClock,
       replicaId,
       leaseMs,
       windowMs,
@@ -558,7 +578,7 @@ function buildPipelineDeps(
     upstream,
     book: charges,
     outbox,
-    clock,
+    clock: moneyClock,
     replicaId,
     intervalMs: config.cost.reconcileIntervalMs,
     leaseMs,
@@ -597,6 +617,7 @@ function buildPipelineDeps(
     outbox,
     reconciler,
     ledger: spendLedger,
+    moneyClock,
     walletSnapshots,
     walletLagMs,
     prices: new PriceBook({

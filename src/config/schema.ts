@@ -202,6 +202,12 @@ export const configSchema = z
         leaseMs: z.number().int().min(1_000).max(60_000).default(10_000),
         /** How often each replica looks for charges whose outcome is unknown (the reconciler). */
         reconcileIntervalMs: z.number().int().min(100).max(60_000).default(2_000),
+        /**
+         * Whose clock decides budget days and months and pending-entry leases: `store` (the money
+         * store's: Redis TIME, PostgreSQL now(); every replica agrees whatever its own clock says)
+         * or `local` (this replica's). The memory store has no clock of its own: local.
+         */
+        moneyClock: z.enum(['store', 'local']).default('store'),
       })
       .strict()
       .prefault({}),

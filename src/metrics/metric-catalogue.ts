@@ -231,6 +231,12 @@ export const METRICS = {
     labels: [],
     shared: true,
   },
+  clockSkew: {
+    name: 'cpgw_clock_skew_seconds',
+    type: 'gauge',
+    help: "This replica's clock minus the money store's (the clock budget periods and leases follow)",
+    labels: [],
+  },
   walletUnattributed: {
     name: 'cpgw_wallet_unattributed_minor_total',
     type: 'counter',

@@ -10,6 +10,7 @@ import type { ChargeBook } from '../cost/charge-book.ts';
 import type { ChargeGate } from '../cost/charge-gate.ts';
 import type { ChargeOutbox } from '../cost/charge-outbox.ts';
 import type { Coalescer } from '../cost/coalescer.ts';
+import type { MoneyClock } from '../cost/money-clock.ts';
 import type { PriceBook } from '../cost/price-book.ts';
 import type { Reconciler } from '../cost/reconciler.ts';
 import type { SpendLedger } from '../cost/spend-ledger.ts';
@@ -41,6 +42,8 @@ export interface PipelineDeps {
   /** Resolves charges whose outcome is unknown. */
   reconciler: Reconciler;
   ledger: SpendLedger;
+  /** The clock budget periods and leases follow: the money store's (cost/money-clock.ts). */
+  moneyClock: MoneyClock;
   /** Wallet snapshots from /v1/me, for reconciliation against the ledger. */
   walletSnapshots: WalletSnapshots;
   /** How long after its call started a charge may be debited (reconciliation's uncertainty). */

@@ -49,6 +49,12 @@ export interface Store
    * Redis store's in-process tier). Absent when there is no such tier. Never reaches a backend.
    */
   cachePeek?(key: string): Buffer | null;
+  /**
+   * The money store's own clock, ms since the epoch (Redis TIME; PostgreSQL now()): the one clock
+   * budget periods and leases follow (cost/money-clock.ts). Absent: the store has no clock of its
+   * own (the in-process memory store), and the gateway's clock is the money clock.
+   */
+  serverTimeMs?(): Promise<number>;
   /** Throws when the backend is unreachable (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

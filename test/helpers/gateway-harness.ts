@@ -56,7 +56,7 @@ export interface Harness {
   logs: string[];
   config: GatewayConfig;
   /** Starts another gateway replica with the same config (share a Redis store to share state). */
-  addGateway(store?: Store): Promise<GatewayInstance>;
+  addGateway(store?: Store, extra?: { clockOffsetMs?: number }): Promise<GatewayInstance>;
   call(app: string, path: string, init?: RequestInit): Promise<Response>;
   emu(path: string, body?: unknown): Promise<Record<string, unknown>>;
   /** A call straight to the emulator with the upstream key (what a client without the gateway sees). */
@@ -113,6 +113,8 @@ export interface HarnessOptions {
   emulator?: EmulatorOptions;
   /** A store factory for the gateway(s); default: a fresh memory store. */
   store?: (clock: OffsetClock) => Store;
+  /** The first gateway's clock runs this far from the emulator's (a replica with a skewed clock). */
+  clockOffsetMs?: number;
   /** What CPGW_UPSTREAM_WEBHOOK_SECRETS / CPGW_WEBHOOK_SECRET_<APP> would give. */
   webhookSecrets?: WebhookSecrets;
 }
@@ -149,6 +151,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       check: { burst: 2 },
     },
     ...options.config,
+    // Tests move the gateways' clocks (advance()), not Redis's: money follows the gateway clock
+    // here unless a test asks for the store's (money-clock tests do).
+    cost: { moneyClock: 'local', ...(options.config?.cost as object) },
     upstream: { url: emulator.url, ...(options.config?.upstream as object) },
     admin: { tokenHash: tokenHash(adminToken) },
     apps,
@@ -163,9 +168,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const logger = createLogger('info', sink);
   const gateways: GatewayInstance[] = [];
 
-  const addGateway = async (shared?: Store): Promise<GatewayInstance> => {
+  const addGateway = async (
+    shared?: Store,
+    extra: { clockOffsetMs?: number } = {},
+  ): Promise<GatewayInstance> => {
     const clock = new OffsetClock();
-    clock.advance(emulator.clock.offset);
+    clock.advance(emulator.clock.offset + (extra.clockOffsetMs ?? 0));
     const store =
       shared ?? options.store?.(clock) ?? createStore({ clock, cacheMaxBytes: config.store.cacheMaxBytes });
     const upstream = new UpstreamClient({ url: emulator.url, apiKey: UPSTREAM_KEY, connections: 16 });
@@ -198,7 +206,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     return instance;
   };
 
-  const gateway = await addGateway();
+  const gateway = await addGateway(undefined, { clockOffsetMs: options.clockOffsetMs ?? 0 });
   // null-prices mode, for tests written for known prices: the gateway starts while the upstream
   // says prices: null (its first read sees null), then the prices become known and the gateway
   // reads them again. Tests of unknown prices themselves set their own emulator options.

@@ -31,7 +31,7 @@ describe('prices and wallet not yet known upstream', () => {
 
   const admin = (path: string) =>
     fetch(`${h.gateway.url}${path}`, { headers: { authorization: `Bearer ${h.adminToken}` } });
-  
+
   it('/v1/me through the gateway and the admin API answer with prices and wallet null', async () => {
     const me = await h.call('capped', '/v1/me');
     expect(me.status).toBe(200);

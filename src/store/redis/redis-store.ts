@@ -6,7 +6,8 @@
 //
 // Time: budget holds and limiter windows use Redis server time (TIME inside the scripts), so
 // replicas agree whatever their own clocks say. Budget periods ("day:2026-01-15"), leases and
-// coverage windows follow the gateway clock passed in by callers; serverTimeSkewMs() measures
+// coverage windows follow the gateway clock passed in by callers; serverTimeMs() is the money
+// clock the callers' budget periods and leases follow (cost/money-clock.ts); serverTimeSkewMs() measures
 // the difference for readiness checks.
 //
 // Failure: commands fail fast (no offline queue once connected, command timeout) with
@@ -97,10 +98,15 @@ export class RedisStore extends ComposedStore {
     await this.link.run(() => this.link.client.ping());
   }
 
+  /** Redis server time, ms since the epoch (the money clock: cost/money-clock.ts). */
+  override async serverTimeMs(): Promise<number> {
+    const [seconds, micros] = await this.link.run(() => this.link.client.time());
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
   /** Redis server time minus the gateway clock, in ms (positive: Redis is ahead). */
   async serverTimeSkewMs(): Promise<number> {
-    const [seconds, micros] = await this.link.run(() => this.link.client.time());
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - this.clock.now();
+    return (await this.serverTimeMs()) - this.clock.now();
   }
 
   override async close(): Promise<void> {
