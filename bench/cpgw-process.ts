@@ -6,6 +6,9 @@
 // (esbuild's keepNames wraps every closure in a __name call), which once made the cache-hit
 // figures look ~15 % worse than what the image serves.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export interface Child {
@@ -32,8 +35,10 @@ export function startCpgw(
   entry = 'bin/cpgw.js',
 ): Promise<{ child: Child; match: RegExpExecArray }> {
   if (entry === 'bin/cpgw.js') ensureBuilt();
+  // Each gateway its own money file (store.stateDir): one process owns a state directory.
+  const state = env.CPGW_STATE_DIR ?? mkdtempSync(join(tmpdir(), 'cpgw-bench-state-'));
   const proc = spawn(process.execPath, [entry, ...args], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, CPGW_STATE_DIR: state, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
