@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import type { PendingCharge } from '../../src/store/index.ts';
+import { type PendingCharge, StoreUnavailableError } from '../../src/store/index.ts';
 import { EmbeddedStore } from '../../src/store/sqlite/embedded-store.ts';
 import { MoneyDb } from '../../src/store/sqlite/sqlite-db.ts';
 import { LOCK_FILE } from '../../src/store/sqlite/state-lock.ts';
@@ -169,6 +169,14 @@ describe('EmbeddedStore only', () => {
     } finally {
       await second.close();
     }
+  });
+
+  it('a closed store answers every money step with StoreUnavailableError (the gateway: 503, outbox)', async () => {
+    const store = open();
+    await store.close();
+    await expect(store.addSpend(['day'], 1, 60_000)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(store.readLedger(0, 1)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(store.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
   });
 
   it('refuses a money file whose schema is newer than this code knows', async () => {
