@@ -171,6 +171,36 @@ describe('EmbeddedStore only', () => {
     }
   });
 
+  it('sweeps expired counters, holds, claims and windows from the file every 1,024 writes', async () => {
+    const store = open();
+    for (let i = 0; i < 50; i++) {
+      await store.reserve({
+        id: `h${i}`,
+        amountMinor: 1,
+        counters: [{ key: `old:${i}`, limitMinor: null, ttlMs: 1000 }],
+        holdMs: 1000,
+      });
+      await store.openWindow(`inn${i}`, 'dossier', clock.now() + 1000, clock.now());
+    }
+    await store.recordCharge({
+      key: 'claim',
+      amountMinor: 5,
+      entry: { at: clock.now(), n: 1 },
+      counters: ['old:0'],
+      counterTtlMs: 1000,
+    });
+    clock.advance(86_400_000 + 1);
+    for (let i = 0; i < 1024; i++) await store.addSpend(['live'], 1, 3_600_000);
+    await store.close();
+    const db = new MoneyDb(dir);
+    try {
+      const count = (table: string) => Number(db.get(`SELECT COUNT(*) AS n FROM ${table}`)!.n);
+      expect(['counters', 'holds', 'claims', 'windows', 'ledger'].map(count)).toEqual([1, 0, 0, 0, 1]);
+    } finally {
+      db.close();
+    }
+  });
+
   it('a closed store answers every money step with StoreUnavailableError (the gateway: 503, outbox)', async () => {
     const store = open();
     await store.close();

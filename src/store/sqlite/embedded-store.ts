@@ -38,11 +38,16 @@ function parts(options: EmbeddedStoreOptions) {
   const logs = new MemorySlots(clock);
   for (const part of [state, logs]) writes.add(part);
   writes.add({
-    sweep: () =>
-      db.tx(() => {
-        book.sweep();
-        charges.sweep();
-      }),
+    // Runs after a committed step: a failing sweep must not turn that step into an error (the
+    // caller would redo it); expired rows are only space, and the next sweep retries.
+    sweep: () => {
+      try {
+        db.tx(() => {
+          book.sweep();
+          charges.sweep();
+        });
+      } catch {}
+    },
   });
   const onError = options.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
   return {
