@@ -3,7 +3,7 @@
 // is exact), plus what only it promises: money survives closing and reopening the file, one
 // process owns a state directory, a lock or a SQLite lock directory left by a killed process is
 // taken over, and a schema newer than the code is refused.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -207,6 +207,19 @@ describe('EmbeddedStore only', () => {
     await expect(store.addSpend(['day'], 1, 60_000)).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(store.readLedger(0, 1)).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(store.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('a lock from another host name is taken over only once its heartbeat is 30 s old', async () => {
+    const lock = join(dir, LOCK_FILE);
+    writeFileSync(
+      lock,
+      JSON.stringify({ pid: 1, host: 'another-container', boot: '', start: '', nonce: 'y' }),
+    );
+    expect(() => open()).toThrow(/in use by another cpgw process \(pid 1 on another-container\)/);
+    const old = new Date(Date.now() - 31_000);
+    utimesSync(lock, old, old);
+    const store = open();
+    await store.close();
   });
 
   it('refuses a money file whose schema is newer than this code knows', async () => {

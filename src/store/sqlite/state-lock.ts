@@ -2,17 +2,23 @@
 // process only, so a second gateway pointed at the same store.stateDir refuses to start with a
 // one-line reason. The lock is a file naming its holder (pid, host, boot id, process start time);
 // a holder that no longer runs (kill -9, a reboot, a reused pid) leaves a stale file that the
-// next start takes over.
+// next start takes over. A holder on another host name (another container on a shared volume)
+// cannot be checked by pid: the owner renews the file's mtime every 5 s, and such a lock is
+// taken over once it has not been renewed for 30 s (a crashed container's replacement starts
+// then). Real time on purpose: file mtimes are real time, and this is no cost or limiter logic.
 //
 // Must never: take a lock whose holder still runs on this host, or remove a lock it does not hold.
 // Known limit: two processes that both find the same stale file at the same instant can both take
 // it over (there is no flock in Node); a start that follows a crash is normally alone.
 import { randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
 export const LOCK_FILE = 'money.lock';
+/** How often the owner renews the lock's mtime, and how old a foreign host's lock must be to be taken over. */
+export const HEARTBEAT_MS = 5_000;
+export const FOREIGN_STALE_MS = 30_000;
 
 interface Holder {
   pid: number;
@@ -68,9 +74,17 @@ function parse(text: string): Holder | null {
   }
 }
 
-/** Whether the process the file names may still run (a different host cannot be checked: yes). */
-function alive(h: Holder, self: Holder): boolean {
-  if (h.host !== self.host) return true;
+function ageMs(path: string): number {
+  try {
+    return Date.now() - statSync(path).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+/** Whether the process the file names may still run (another host: its heartbeat is recent). */
+function alive(h: Holder, self: Holder, path: string): boolean {
+  if (h.host !== self.host) return ageMs(path) < FOREIGN_STALE_MS;
   if (h.boot && self.boot && h.boot !== self.boot) return false;
   try {
     process.kill(h.pid, 0);
@@ -98,9 +112,17 @@ export function acquireStateLock(dir: string, what: string): StateLock {
   const self = me();
   for (let attempt = 0; attempt < 3; attempt++) {
     if (create(path, self)) {
+      const heartbeat = setInterval(() => {
+        const now = new Date();
+        try {
+          utimesSync(path, now, now);
+        } catch {}
+      }, HEARTBEAT_MS);
+      heartbeat.unref();
       return {
         path,
         release() {
+          clearInterval(heartbeat);
           if (parse(readOr(path, ''))?.nonce !== self.nonce) return;
           try {
             unlinkSync(path);
@@ -110,7 +132,7 @@ export function acquireStateLock(dir: string, what: string): StateLock {
     }
     const text = readOr(path, '');
     const holder = parse(text);
-    if (holder && alive(holder, self)) {
+    if (holder && alive(holder, self, path)) {
       throw new StateLockedError(
         `${what} is in use by another cpgw process (pid ${holder.pid} on ${holder.host}); stop it, or give this gateway its own store.stateDir (CPGW_STATE_DIR)`,
       );
