@@ -25,7 +25,8 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 COPY bin/cpgw.js bin/dist-state.js ./bin/
 COPY --from=build /build/dist ./dist
 COPY config ./config
-# The gateway's own state (a local outbox): the one place it may write.
+# The gateway's own state (without Redis the money database money.db; a local outbox): the one
+# place it may write.
 ENV CPGW_STATE_DIR=/var/lib/cpgw CPGW_HOST=0.0.0.0 CPGW_PORT=8080
 RUN mkdir -p /var/lib/cpgw && chown node:node /var/lib/cpgw
 VOLUME ["/var/lib/cpgw"]

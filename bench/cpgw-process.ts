@@ -6,6 +6,9 @@
 // (esbuild's keepNames wraps every closure in a __name call), which once made the cache-hit
 // figures look ~15 % worse than what the image serves.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export interface Child {
@@ -32,8 +35,12 @@ export function startCpgw(
   entry = 'bin/cpgw.js',
 ): Promise<{ child: Child; match: RegExpExecArray }> {
   if (entry === 'bin/cpgw.js') ensureBuilt();
+  // Each gateway its own money file (store.stateDir; one process owns a state directory), removed
+  // when the process ends, unless the caller chose the directory.
+  const ownState =
+    args[0] === 'start' && !env.CPGW_STATE_DIR ? mkdtempSync(join(tmpdir(), 'cpgw-bench-state-')) : null;
   const proc = spawn(process.execPath, [entry, ...args], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...(ownState ? { CPGW_STATE_DIR: ownState } : {}), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -53,6 +60,7 @@ export function startCpgw(
     proc.stdout!.on('data', on);
     proc.stderr!.on('data', on);
     proc.once('exit', (code) => {
+      if (ownState) rmSync(ownState, { recursive: true, force: true });
       if (!started) reject(new Error(`exited ${code}: ${out}`));
     });
   });

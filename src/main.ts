@@ -2,6 +2,7 @@
 // gracefully on SIGTERM/SIGINT. With no CPGW_UPSTREAM_API_KEY it runs the embedded demo:
 // the bundled emulator in the same process as the upstream, and a demo app with a fresh token.
 import type { AddressInfo } from 'node:net';
+import { resolve as resolvePath } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { newToken, tokenHash } from './auth/tokens.ts';
@@ -12,6 +13,7 @@ import { createEmulator } from './emulator/emulator-server.ts';
 import { createLogger } from './logger.ts';
 import { buildServer, type ReloadResult, reloadGateway } from './server.ts';
 import { createStore } from './store/create-store.ts';
+import { EmbeddedStore } from './store/sqlite/embedded-store.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 
 export interface RunningGateway {
@@ -91,16 +93,26 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     );
   }
 
-  const store = createStore({
-    redisUrl: config.store.redisUrl ?? undefined,
-    redisClusterNodes: config.store.redisClusterNodes,
-    prefix: config.store.prefix,
-    clock: systemClock,
-    cacheMaxBytes: config.store.cacheMaxBytes,
-    localCacheBytes: config.store.localCacheBytes,
-    onError: (err) => logger.warn({ err: (err as Error)?.message ?? String(err) }, 'store fault'),
-  });
+  let store: ReturnType<typeof createStore>;
+  try {
+    store = createStore({
+      redisUrl: config.store.redisUrl ?? undefined,
+      redisClusterNodes: config.store.redisClusterNodes,
+      prefix: config.store.prefix,
+      clock: systemClock,
+      cacheMaxBytes: config.store.cacheMaxBytes,
+      localCacheBytes: config.store.localCacheBytes,
+      stateDir: config.store.stateDir === null ? null : resolvePath(config.store.stateDir),
+      onError: (err) => logger.warn({ err: (err as Error)?.message ?? String(err) }, 'store fault'),
+    });
+  } catch (err) {
+    // The money file is another process's (or unreadable): stop the demo emulator, then refuse.
+    for (const cleanup of cleanups) await cleanup().catch(() => {});
+    throw err;
+  }
   cleanups.unshift(() => store.close());
+  if (store instanceof EmbeddedStore)
+    logger.info({ file: store.moneyFile }, 'money store: embedded database');
   const upstream = new UpstreamClient({ url: upstreamUrl, apiKey, connections: config.upstream.connections });
   cleanups.unshift(() => upstream.close());
 

@@ -157,6 +157,8 @@ export const configSchema = z
         /**
          * Where a shutdown leaves money operations the store could not take (the local outbox);
          * the next start replays them. Created only when needed. null: nowhere (logged in full).
+         * Without Redis it also holds the money database (money.db: ledger, budgets, pending
+         * charges; one process owns it); null then keeps money in memory only (lost on restart).
          */
         stateDir: z.string().min(1).nullable().default('.cpgw-state'),
         /**

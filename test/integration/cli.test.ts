@@ -4,13 +4,24 @@
 // --help with exit 0, --version prints the package's version, and every mistake is a short
 // message on stderr with exit 2, never a stack trace.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { tokenHash } from '../../src/auth/tokens.ts';
 import { envWithoutCpgw, expectDemoServesAndStops, waitForOutput } from '../helpers/child-process.ts';
 
 const CLI = ['bin/cpgw.js'];
 const cleanEnv = () => envWithoutCpgw();
+/** A gateway's own money file: no two tests (files run in parallel) share a state directory. */
+const stateDirs: string[] = [];
+const ownState = () => {
+  stateDirs.push(mkdtempSync(join(tmpdir(), 'cpgw-cli-state-')));
+  return { CPGW_STATE_DIR: stateDirs.at(-1)! };
+};
+afterAll(() => {
+  for (const dir of stateDirs) rmSync(dir, { recursive: true, force: true });
+});
 const cpgw = (...args: string[]) =>
   spawnSync('node', [...CLI, ...args], { env: cleanEnv(), encoding: 'utf8', timeout: 20_000 });
 
@@ -20,7 +31,7 @@ const STACK = /^\s+at .+[:(]/m;
 describe('cpgw', () => {
   it('start: demo mode prints a ready curl line, answers it, and exits 0 on SIGTERM', async () => {
     const child = spawn('node', [...CLI, 'start'], {
-      env: { ...cleanEnv(), CPGW_PORT: '0', CPGW_LOG_LEVEL: 'warn' },
+      env: { ...cleanEnv(), ...ownState(), CPGW_PORT: '0', CPGW_LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
@@ -34,7 +45,7 @@ describe('cpgw', () => {
 
   it('start: refuses an upstream key with no apps configured, with a clear message', () => {
     const r = spawnSync('node', [...CLI, 'start'], {
-      env: { ...cleanEnv(), CPGW_UPSTREAM_API_KEY: 'secret-upstream-key-123', CPGW_PORT: '0' },
+      env: { ...cleanEnv(), ...ownState(), CPGW_UPSTREAM_API_KEY: 'secret-upstream-key-123', CPGW_PORT: '0' },
       encoding: 'utf8',
       timeout: 20_000,
     });
@@ -174,7 +185,7 @@ describe('cpgw', () => {
         `cpgw emulator: listen EADDRINUSE: address already in use 127.0.0.1:${port}\n`,
       );
       const start = spawnSync('node', [...CLI, 'start'], {
-        env: { ...cleanEnv(), CPGW_PORT: port, CPGW_LOG_LEVEL: 'error' },
+        env: { ...cleanEnv(), ...ownState(), CPGW_PORT: port, CPGW_LOG_LEVEL: 'error' },
         encoding: 'utf8',
         timeout: 20_000,
       });
