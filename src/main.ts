@@ -9,6 +9,7 @@ import { systemClock } from './clock.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { createEmulator } from './emulator/emulator-server.ts';
+import { createFinanceStore } from './finance/create-finance-store.ts';
 import { createLogger } from './logger.ts';
 import { buildServer, type ReloadResult, reloadGateway } from './server.ts';
 import { createStore } from './store/create-store.ts';
@@ -101,6 +102,14 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     onError: (err) => logger.warn({ err: (err as Error)?.message ?? String(err) }, 'store fault'),
   });
   cleanups.unshift(() => store.close());
+  // Budget overrides and the audit trail: on the same Redis (same prefix) as the store, or in memory.
+  const finance = createFinanceStore({
+    redisUrl: config.store.redisUrl,
+    redisClusterNodes: config.store.redisClusterNodes,
+    prefix: config.store.prefix,
+    onError: (err) => logger.warn({ err: (err as Error)?.message ?? String(err) }, 'finance store fault'),
+  });
+  cleanups.unshift(() => finance.close());
   const upstream = new UpstreamClient({ url: upstreamUrl, apiKey, connections: config.upstream.connections });
   cleanups.unshift(() => upstream.close());
 
@@ -112,6 +121,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     logger,
     webhookSecrets,
     loadConfig: reloadConfig,
+    finance,
   });
   try {
     await server.listen({ host: config.server.host, port: config.server.port });
