@@ -49,8 +49,9 @@ export class MemoryFinanceStore implements FinanceStore {
     const current = this.budgets.get(key) ?? null;
     if ((current?.version ?? 0) !== write.expectVersion)
       return { ok: false, current: current ? { ...current } : null };
-    this.budgets.set(key, { ...write.budget });
+    // The entry first: a fault while appending leaves the budget and the version untouched.
     const entry = this.append(write.audit);
+    this.budgets.set(key, { ...write.budget });
     this.version += 1;
     return { ok: true, settingsVersion: this.version, auditId: entry.id };
   }

@@ -14,6 +14,8 @@ import {
 
 export interface FinanceHarness {
   store: FinanceStore;
+  /** Makes the audit append inside the next writes fail (a fault between the budget and its entry). */
+  breakAudit(): Promise<void>;
   /** Another handle on the same storage (another replica), when the backend has one. */
   replica?: () => Promise<FinanceStore>;
   close(): Promise<void>;
@@ -124,6 +126,16 @@ export function describeFinanceContract(name: string, open: () => Promise<Financ
       } finally {
         if (other !== store) await other.close();
       }
+    });
+
+    it('a fault while appending the entry leaves neither: no budget, no version bump', async () => {
+      await h.breakAudit();
+      await expect(
+        store.writeBudget({ budget: budget(), expectVersion: 0, audit: audit() }),
+      ).rejects.toThrow();
+      expect(await store.readBudget('crm', 'day')).toBeNull();
+      expect(await store.settingsVersion()).toBe(0);
+      expect((await store.readBudgets()).budgets).toEqual([]);
     });
 
     it('refuses a malformed write before storing anything', async () => {

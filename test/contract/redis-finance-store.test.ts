@@ -27,7 +27,17 @@ maybe('RedisFinanceStore', () => {
     const prefix = uniquePrefix('finance');
     prefixes.push(prefix);
     const store = open(prefix);
-    return { store, replica: async () => open(prefix), close: () => store.close() };
+    return {
+      store,
+      replica: async () => open(prefix),
+      // The audit key holds a string: the script's stream step fails (WRONGTYPE) mid-script.
+      breakAudit: async () => {
+        const client = new Redis(redis!.url);
+        await client.set(`${prefix}{finance}:audit`, 'not a stream');
+        client.disconnect();
+      },
+      close: () => store.close(),
+    };
   });
 
   it('keeps every key under its prefix and in the {finance} hash tag', async () => {

@@ -88,6 +88,11 @@ describe('budgets as data', () => {
         expect((env.error.details.fields as Array<{ field: string }>).map((f) => f.field)).toContain(field);
       } else expect(env.error.code).toBe('not_found');
     }
+    const noReason = await fin('DELETE', '/admin/budgets/crm/day');
+    expect(noReason.status).toBe(422);
+    expect(((await noReason.json()) as Envelope).error.details.fields).toEqual([
+      expect.objectContaining({ field: 'reason', code: 'required' }),
+    ]);
     expect(await crmDay()).toMatchObject({ limitMinor: 10 * DOSSIER, version: 0, source: 'config' });
     expect(await auditCount()).toBe(before);
   });
