@@ -28,6 +28,8 @@ export class BudgetOverrides {
   private checkedAt = Number.NEGATIVE_INFINITY;
   private inFlight: Promise<void> | null = null;
   private readonly memoMs: number;
+  /** Set while reads fail: a fault is reported once per outage, not every memoMs. */
+  private failing = false;
 
   constructor(private readonly options: BudgetOverridesOptions) {
     this.memoMs = options.memoMs ?? 250;
@@ -77,8 +79,10 @@ export class BudgetOverrides {
           this.version = read.settingsVersion;
         }
       }
+      this.failing = false;
     } catch (error) {
-      this.options.onError?.(error);
+      if (!this.failing) this.options.onError?.(error);
+      this.failing = true;
     }
     this.checkedAt = started;
   }

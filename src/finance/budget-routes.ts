@@ -12,7 +12,7 @@
 //
 // Must never: change anything on a refusal (404 unknown app or period, 422 a bad field, 412 a
 // stale If-Match, 403 a role without the right), or answer a refusal outside the envelope.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AdminPrincipal, AdminRight } from '../auth/admin-roles.ts';
 import type { Clock } from '../clock.ts';
 import { PERIODS, type Period } from '../cost/budget-periods.ts';
@@ -142,11 +142,7 @@ export function registerFinanceRoutes(app: FastifyInstance, o: FinanceRoutesOpti
     };
   };
 
-  const write = async (
-    request: FastifyRequest,
-    reply: import('fastify').FastifyReply,
-    change: 'set' | 'reset',
-  ) => {
+  const write = async (request: FastifyRequest, reply: FastifyReply, change: 'set' | 'reset') => {
     const { deps, principal } = o.authorize(request, 'budgets_write');
     const { scope, period } = target(request, deps);
     const problems: FieldProblem[] = [];

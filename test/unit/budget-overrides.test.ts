@@ -113,7 +113,7 @@ describe('budget limit resolution', () => {
     expect(guard.hasSoft('other')).toBe(true);
   });
 
-  it('a store fault keeps the last copy and is reported, never thrown', async () => {
+  it('a store fault keeps the last copy and is reported once, never thrown', async () => {
     const { clock, finance, overrides, guard, errors } = setup();
     await finance.writeBudget({ budget: stored({ limitMinor: 5 }), expectVersion: 0, audit });
     await overrides.invalidate();
@@ -123,6 +123,9 @@ describe('budget limit resolution', () => {
     clock.advance(1000);
     await expect(guard.refresh()).resolves.toBeUndefined();
     expect(guard.resolve('crm', 'day').limitMinor).toBe(5);
+    clock.advance(1000);
+    await guard.refresh();
+    // Reported once per outage, not once per memo period.
     expect(errors).toHaveLength(1);
   });
 });
