@@ -56,7 +56,7 @@ export interface IncomingCall {
 export type Verdict =
   | { ok: true }
   | { ok: false; kind: 'invalid'; fields: FieldProblem[] }
-  | { ok: false; kind: 'not_found' };
+  | { ok: false; kind: 'not_found'; details?: Record<string, string>; message?: string };
 
 export type WindowKind = 'dossier' | 'requisites';
 export type PriceKind = 'dossier' | 'requisites' | 'check' | 'person';
@@ -167,7 +167,15 @@ export const ROUTES = {
     validate: (c) => {
       const v = innRead(c);
       if (!v.ok) return v;
-      return isSectionName(c.params.section!) ? v : { ok: false, kind: 'not_found' };
+      return isSectionName(c.params.section!)
+        ? v
+        : {
+            ok: false,
+            kind: 'not_found',
+            // As the upstream: details.section; the message names it too.
+            details: { section: c.params.section! },
+            message: `No section named ${JSON.stringify(c.params.section!)}`,
+          };
     },
   },
   check_create: {

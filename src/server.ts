@@ -25,7 +25,7 @@ import { ChargeBook } from './cost/charge-book.ts';
 import { ChargeGate } from './cost/charge-gate.ts';
 import { ChargeOutbox } from './cost/charge-outbox.ts';
 import { Coalescer } from './cost/coalescer.ts';
-import { PriceBook } from './cost/price-book.ts';
+import { PRICES_CHANNEL, PriceBook, parseLearnedPrice } from './cost/price-book.ts';
 import { Reconciler } from './cost/reconciler.ts';
 import { SpendLedger } from './cost/spend-ledger.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
@@ -102,14 +102,26 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // pipeline exists, below.
   const httpOptions = {
     connectionsCheckingInterval: Math.min(5_000, Math.ceil(config.server.requestTimeoutMs / 4)),
+    // Node would answer a request without Host with a bare 400 (no envelope, no X-Request-Id);
+    // the factory below answers it in the envelope instead.
+    requireHostHeader: false,
   };
   let hitPath: ((req: IncomingMessage, res: ServerResponse) => boolean) | null = null;
   const app = Fastify({
     serverFactory: (handler) => {
       const server = createHttpServer(httpOptions, (req, res) => {
+        if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+          // HTTP/1.1 requires Host (RFC 9112 3.2).
+          rawRefusal(req.socket, 400, 'host', 'missing', 'The request has no Host header');
+          return;
+        }
         if (hitPath?.(req, res)) return;
         handler(req, res);
       });
+      // CONNECT is not a gateway method; without a listener Node drops the socket silently.
+      server.on('connect', (_req: IncomingMessage, socket: Socket) =>
+        rawRefusal(socket, 405, 'method', 'not_allowed', 'CONNECT is not supported'),
+      );
       // What fastify sets on a server it makes itself (lib/server.js getServerInstance).
       server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
       server.requestTimeout = config.server.requestTimeoutMs;
@@ -294,6 +306,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const webhookSecrets = deps.webhookSecrets ?? { upstream: [], apps: {} };
   const checkEvents = createCheckEvents(pipelineDeps, webhookSecrets, randomUUID());
   registerWebhookIngress(app, pipelineDeps, checkEvents, webhookSecrets);
+  let unsubscribePrices: (() => Promise<void>) | null = null;
   let unsubscribeBudgets: (() => Promise<void>) | null = null;
   app.addHook('onReady', async () => {
     // A budget change on any replica is announced here; the reserve path checks the version too.
@@ -307,6 +320,15 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         return null;
       });
     await pipelineDeps.overrides.fresh();
+    unsubscribePrices = await deps.store
+      .subscribe(PRICES_CHANNEL, (message) => {
+        const learned = parseLearnedPrice(message);
+        if (learned) pipelineDeps.prices.learn(learned, false);
+      })
+      .catch((err: unknown) => {
+        deps.logger.warn({ err: (err as Error)?.message }, 'cannot hear prices learned by other replicas');
+        return null;
+      });
     await pipelineDeps.prices.start();
     await checkEvents.start();
     const replayed = await pipelineDeps.outbox.loadSaved();
@@ -317,6 +339,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.addHook('onClose', async () => {
     await unsubscribeBudgets?.().catch(() => {});
     pipelineDeps.prices.stop();
+    await unsubscribePrices?.().catch(() => undefined);
     await checkEvents.close();
     await pipelineDeps.coalescer.idle();
     await pipelineDeps.cache.packed();
@@ -632,6 +655,18 @@ function buildPipelineDeps(
       refreshMs: config.cost.pricesRefreshSeconds * 1000,
       timeoutMs: config.upstream.timeoutMs,
       onError: (err) => logger.warn({ err: (err as Error).message }, 'price table refresh failed'),
+      onLearn: (learned, spread) => {
+        metrics.m.price.set({ kind: learned.kind }, learned.priceMinor);
+        if (!spread) return;
+        logger.info({ price: learned }, 'price learned from a charge (X-Charged-Minor)');
+        // Every replica estimates at the new price from the next call on (bus: a hint; a replica
+        // that misses it learns from its own next charge or from /v1/me).
+        store
+          .publish(PRICES_CHANNEL, JSON.stringify(learned))
+          .catch((err: unknown) =>
+            logger.warn({ err: (err as Error)?.message }, 'could not spread a learned price'),
+          );
+      },
     }),
     tickets: new CheckTickets(store),
     sections: new SectionVerdicts({
@@ -674,29 +709,31 @@ export function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Socket): v
         : code === 'HPE_URI_TOO_LONG'
           ? 414
           : 400;
-  const reasons: Record<number, string> = {
-    400: 'Bad Request',
-    408: 'Request Timeout',
-    414: 'URI Too Long',
-    431: 'Request Header Fields Too Large',
-  };
   const messages: Record<number, string> = {
     400: 'The request could not be parsed',
     408: 'The request did not arrive in time',
     414: 'The request line is too long',
     431: 'The request headers are too large',
   };
+  rawRefusal(socket, status, 'request', code || 'invalid', messages[status]!);
+}
+
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  414: 'URI Too Long',
+  431: 'Request Header Fields Too Large',
+};
+
+/** A refusal written on the raw socket (no request object to answer through), then closed. */
+function rawRefusal(socket: Socket, status: number, field: string, code: string, message: string): void {
   const requestId = randomUUID();
   const body = JSON.stringify(
-    errorEnvelope(
-      'validation_failed',
-      requestId,
-      { fields: [{ field: 'request', code: code || 'invalid', message: messages[status]! }] },
-      messages[status],
-    ),
+    errorEnvelope('validation_failed', requestId, { fields: [{ field, code, message }] }, message),
   );
   socket.end(
-    `HTTP/1.1 ${status} ${reasons[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${REASONS[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
 

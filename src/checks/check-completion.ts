@@ -88,16 +88,14 @@ export class CheckCompletion {
     }
     if (!ticket) return 0; // not a check any app asked the gateway for
     if (!ticket.ready) await deps.tickets.markReady(ticket);
-    const base = ticket.publicBase ?? input.base;
     let queued = 0;
     for (const app of deps.config.apps) {
       if (!app.webhook || !(await deps.tickets.allows(checkId, app.name))) continue;
-      const body = eventForApp(
-        event,
-        checkId,
-        deps.config.server.publicUrl ?? base,
-        upstreamOrigin(deps.config),
-      );
+      // Each app's event names the address that app itself used (or server.publicUrl): never
+      // another app's Host, which would be signed with this app's secret (issue 31).
+      const base =
+        deps.config.server.publicUrl ?? (await deps.tickets.baseFor(checkId, app.name)) ?? input.base;
+      const body = eventForApp(event, checkId, base, upstreamOrigin(deps.config));
       if (await deps.deliveries.enqueue({ checkId, app: app.name, url: app.webhook.url, event, body }))
         queued += 1;
     }
@@ -107,11 +105,12 @@ export class CheckCompletion {
 
 /** The event as an app receives it: the same envelope, URLs naming the gateway. */
 function eventForApp(event: CheckEvent, checkId: string, base: string, upstream: string): string {
+  const root = base.replace(/\/+$/, '');
   const text = JSON.stringify({
     ...event,
-    data: { ...event.data, dossier_url: `${base.replace(/\/+$/, '')}/v1/checks/${checkId}` },
+    data: { ...event.data, dossier_url: `${root}/v1/checks/${checkId}` },
   });
-  return toGatewayUrls(text, upstream, base.replace(/\/+$/, ''));
+  return toGatewayUrls(text, upstream, root);
 }
 
 /** What GET /v1/checks/{id} answers for this finished check (the event carries the same data). */

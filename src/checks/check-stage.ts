@@ -9,7 +9,8 @@
 //   window from that mark (the data became ready no earlier) and stops offering the check.
 // - Polls earlier than the upstream's Retry-After are answered here (202, the ticket, a
 //   Retry-After saying when to poll again): no upstream call. Finished checks are cache hits.
-// - URLs in a ticket name the gateway (server.publicUrl, else the app's Host), never the upstream.
+// - URLs in a ticket name the gateway (server.publicUrl, else the address this app used), never
+//   the upstream; each app's address is kept for that app's own webhooks (check-tickets.ts).
 // Must never: answer a poll from another app's ticket, or open a window later than the data.
 import type { Answer, Outcome } from '../pipeline/outcome.ts';
 import { isRefusal } from '../pipeline/outcome.ts';
@@ -62,7 +63,7 @@ export const checks: StageFactory = (deps) => async (ctx, next) => {
   const inn = ctx.shape.inn;
   const pending = await deps.tickets.pendingFor(inn, purpose);
   if (pending?.ticketBody) {
-    await deps.tickets.join(pending.checkId, app);
+    await deps.tickets.join(pending.checkId, app, base());
     ctx.chargedMinor = 0;
     ctx.cache = 'COALESCED';
     return {
@@ -80,21 +81,23 @@ export const checks: StageFactory = (deps) => async (ctx, next) => {
   if (!checkId) return out;
   if (ctx.cache === 'COALESCED') {
     // A follower of a concurrent identical creation: the leader recorded the ticket.
-    await deps.tickets.join(checkId, app);
+    await deps.tickets.join(checkId, app, base());
     return withGatewayUrls(out);
   }
   const now = deps.clock.now();
-  await deps.tickets.put({
-    checkId,
-    app,
-    inn,
-    purpose,
-    pendingAt: now,
-    ticketBody: out.body.toString('utf8'),
-    retryAfter: out.headers['retry-after'],
-    nextPollAt: now + retryAfterMs(out.headers['retry-after']),
-    publicBase: base(),
-  });
+  await deps.tickets.put(
+    {
+      checkId,
+      app,
+      inn,
+      purpose,
+      pendingAt: now,
+      ticketBody: out.body.toString('utf8'),
+      retryAfter: out.headers['retry-after'],
+      nextPollAt: now + retryAfterMs(out.headers['retry-after']),
+    },
+    base(),
+  );
   return withGatewayUrls(out);
 };
 

@@ -6,7 +6,10 @@
 // (the upstream compares them case-insensitively).
 //
 // Membership is one state key per (check, app), written with setIfAbsent: adding an app is never
-// a read-modify-write of a shared list.
+// a read-modify-write of a shared list. Its value is the gateway's address as THAT app reached it
+// (when server.publicUrl is unset), so an event delivered to an app names the address the app
+// itself used: what one app sent never reaches another (issue 31: an app could place a host in
+// every joiner's signed webhook when the ticket kept the creator's Host).
 import { getAll } from '../store/state-store.ts';
 import type { StateStore } from '../store/store.ts';
 
@@ -25,7 +28,10 @@ export interface CheckTicket {
   ready?: boolean;
   /** When (ms) the upstream's Retry-After allows the next poll; earlier polls are answered locally. */
   nextPollAt?: number;
-  /** The gateway's address as the creating app reached it (URLs in events delivered to apps). */
+  /**
+   * Written by versions before the per-app address (issue 31): the creator's address. Read only
+   * for the creator's own deliveries; never for another app.
+   */
   publicBase?: string;
 }
 
@@ -64,17 +70,29 @@ export class CheckTickets {
     return (await this.store.get(memberKey(checkId, app))) !== null;
   }
 
-  /** Records a check the upstream created (or answered at once) for `app`. */
-  async put(ticket: CheckTicket): Promise<void> {
+  /**
+   * The gateway's address as `app` reached it when it asked for this check (null: not recorded).
+   * Only ever used for URLs that go to `app` itself.
+   */
+  async baseFor(checkId: string, app: string): Promise<string | null> {
+    const value = await this.store.get(memberKey(checkId, app));
+    if (value === null) return null;
+    if (value.startsWith('http')) return value;
+    const ticket = await this.get(checkId);
+    return ticket && ticket.app === app && ticket.publicBase ? ticket.publicBase : null;
+  }
+
+  /** Records a check the upstream created (or answered at once) for `app`, reached at `base`. */
+  async put(ticket: CheckTicket, base?: string): Promise<void> {
     const t = { ...ticket, checkId: canonicalCheckId(ticket.checkId) };
     await this.store.set(key(t.checkId), JSON.stringify(t), TICKET_TTL_MS);
-    await this.join(t.checkId, t.app);
+    await this.join(t.checkId, t.app, base);
     if (!t.ready) await this.store.set(pendingKey(t.inn, t.purpose), t.checkId, pendingTtl(t));
   }
 
-  /** Lets another app poll this check. */
-  async join(checkId: string, app: string): Promise<void> {
-    await this.store.setIfAbsent(memberKey(checkId, app), '1', TICKET_TTL_MS);
+  /** Lets another app poll this check; `base`: the gateway's address as that app reached it. */
+  async join(checkId: string, app: string, base?: string): Promise<void> {
+    await this.store.setIfAbsent(memberKey(checkId, app), base || '1', TICKET_TTL_MS);
   }
 
   /** The check still being collected for this company and purpose, if any. */

@@ -5,6 +5,18 @@
 // `prices_unknown` (503, Retry-After) and fetches /v1/me again, at most every few seconds.
 // It never blocks a free call (callers ask for a price only when a charge is expected), and
 // `wallet: null` is kept as is: nothing here reads the balance.
+//
+// Prices are also learned from every charge (issue 28): the spec says a new price is charged a
+// few seconds BEFORE /v1/me shows it, so the X-Charged-Minor of a charge is the freshest price
+// there is. A charge that differs from the book sets the kind's price at once (and the server
+// spreads it to every replica over the bus), so only calls already in flight when the first
+// new-price answer arrived can pass a cap by the price delta. A learned price wins over /v1/me
+// until /v1/me shows the same amount or LEARNED_TRUST_MS pass (then /v1/me is the truth again:
+// a learned price never outlives the vendor's own table for long). Among learned prices the one
+// from the call that started last wins, so a replayed answer of an older call cannot undo it.
+//
+// Must never: take a price from an answer that was not a charge of that kind, or let an older
+// call's charge replace a newer one's.
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import type { UpstreamRequest, UpstreamResponse } from '../upstream/upstream-client.ts';
@@ -28,7 +40,36 @@ export interface PriceBookOptions {
   onRefresh?: (me: MeBody) => void;
   /** Least time between two refreshes asked for by refused estimates; default min(refreshMs, 5 s). */
   unknownRetryMs?: number;
+  /** A price learned from a charge, here (spread: true, to publish) or from another replica. */
+  onLearn?: (learned: LearnedPrice, spread: boolean) => void;
+  /** How long a learned price outranks a /v1/me that shows another amount; default LEARNED_TRUST_MS. */
+  learnedTrustMs?: number;
 }
+
+/** A price seen in a charge: what was charged, and when the call that paid it started (ms). */
+export interface LearnedPrice {
+  kind: string;
+  priceMinor: number;
+  startedAt: number;
+}
+
+/** The bus channel learned prices travel on between replicas. */
+export const PRICES_CHANNEL = 'prices:learned';
+
+/** A learned price from the bus, or null when the message is not one. */
+export function parseLearnedPrice(message: string): LearnedPrice | null {
+  try {
+    const m = JSON.parse(message) as Partial<LearnedPrice>;
+    return typeof m.kind === 'string' && Number.isSafeInteger(m.priceMinor) && Number.isFinite(m.startedAt)
+      ? { kind: m.kind, priceMinor: m.priceMinor as number, startedAt: m.startedAt as number }
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The spec's lag of /v1/me behind a price change is "a few seconds"; two minutes is ample. */
+export const LEARNED_TRUST_MS = 120_000;
 
 export class PriceBook {
   private me: MeBody | null = null;
@@ -38,6 +79,8 @@ export class PriceBook {
   private timer: NodeJS.Timeout | null = null;
   private inflight: Promise<void> | null = null;
   private lastAttemptAt = Number.NEGATIVE_INFINITY;
+  /** Learned prices and when each was learned here (ms, this clock). */
+  private readonly learned = new Map<string, LearnedPrice & { learnedAt: number }>();
 
   constructor(private readonly options: PriceBookOptions) {}
 
@@ -76,12 +119,46 @@ export class PriceBook {
       this.current.set(p.key, p.price_minor);
       this.lastKnown.set(p.key, p.price_minor);
     }
+    const trustMs = this.options.learnedTrustMs ?? LEARNED_TRUST_MS;
+    for (const [kind, l] of this.learned) {
+      // /v1/me caught up with the charge, or had long enough to: it is the truth again.
+      if (this.current.get(kind) === l.priceMinor || this.refreshedAt - l.learnedAt >= trustMs)
+        this.learned.delete(kind);
+    }
     this.options.onRefresh?.(me);
+  }
+
+  /**
+   * A charge of `kind` cost `priceMinor` on a call started at `startedAt`. Returns true when it
+   * changed the price (then `onLearn` is told; `spread` false for one heard from another replica).
+   */
+  learn(learned: LearnedPrice, spread = true): boolean {
+    const { kind, priceMinor, startedAt } = learned;
+    if (!Number.isSafeInteger(priceMinor) || priceMinor <= 0) return false;
+    const previous = this.learned.get(kind);
+    if (previous && previous.startedAt > startedAt) return false; // an older call's charge
+    const effective = previous?.priceMinor ?? this.current.get(kind) ?? this.lastKnown.get(kind);
+    if (effective === priceMinor) {
+      if (previous) previous.startedAt = Math.max(previous.startedAt, startedAt);
+      return false;
+    }
+    this.learned.set(kind, { kind, priceMinor, startedAt, learnedAt: this.options.clock.now() });
+    this.options.onLearn?.({ kind, priceMinor, startedAt }, spread);
+    return true;
+  }
+
+  /** Prices learned from charges that /v1/me does not show yet. */
+  learnedPrices(): LearnedPrice[] {
+    return [...this.learned.values()].map(({ kind, priceMinor, startedAt }) => ({
+      kind,
+      priceMinor,
+      startedAt,
+    }));
   }
 
   /** The current price, or null when unknown (prices not yet known, or the kind not on sale). */
   price(kind: PriceKind): number | null {
-    return this.current.get(kind) ?? null;
+    return this.learned.get(kind)?.priceMinor ?? this.current.get(kind) ?? null;
   }
 
   /**
@@ -90,7 +167,7 @@ export class PriceBook {
    * budget, and letting it through at 0 could pass the cap by a whole price.
    */
   priceForBudget(kind: PriceKind): number {
-    const known = this.current.get(kind) ?? this.lastKnown.get(kind);
+    const known = this.learned.get(kind)?.priceMinor ?? this.current.get(kind) ?? this.lastKnown.get(kind);
     if (known !== undefined) return known;
     const retryMs = this.options.unknownRetryMs ?? Math.min(this.options.refreshMs, 5000);
     const now = this.options.clock.now();

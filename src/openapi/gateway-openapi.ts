@@ -39,8 +39,9 @@ const RESPONSE_HEADERS: Json = {
     schema: str(),
   },
   'X-Cache': {
-    description: 'HIT, STALE, MISS, BYPASS or COALESCED',
-    schema: str({ enum: ['HIT', 'STALE', 'MISS', 'BYPASS', 'COALESCED'] }),
+    description:
+      'HIT, STALE, MISS, BYPASS, COALESCED, or DERIVED (a section answered from the cached dossier)',
+    schema: str({ enum: ['HIT', 'STALE', 'MISS', 'BYPASS', 'COALESCED', 'DERIVED'] }),
   },
   'X-Window-Expires': {
     description: "When the company's free re-read window ends",
@@ -88,6 +89,48 @@ const RATE_DETAILS: Json = {
   retry_after_ms: int(),
 };
 
+/** details of budget_exceeded (src/pipeline/stages/budget.ts). */
+const BUDGET_DETAILS: Json = {
+  app: str({ description: 'budget_exceeded: the app refused' }),
+  scope: str({ enum: ['app', 'global'], description: 'budget_exceeded: whose budget' }),
+  period: str({ enum: ['day', 'month'], description: 'budget_exceeded: which period' }),
+  limit_minor: int({ description: 'budget_exceeded: the cap, kopecks' }),
+  spent_minor: int({ description: 'budget_exceeded: spent in the period, kopecks' }),
+  reserved_minor: int({ description: 'budget_exceeded: held for calls in flight, kopecks' }),
+  estimate_minor: int({ description: 'budget_exceeded: what the refused call was estimated at' }),
+};
+
+/** The `gateway` object GET /v1/me gains through the gateway (src/pipeline/stages/local-answers.ts). */
+const ME_GATEWAY: Json = {
+  type: 'object',
+  description: 'Added by the gateway: the calling app and its spend budgets',
+  required: ['app', 'scopes', 'time_zone', 'budgets'],
+  properties: {
+    app: str(),
+    scopes: { type: 'array', items: str() },
+    time_zone: str({ description: 'IANA zone of budget days and months' }),
+    budgets: {
+      type: 'array',
+      nullable: true,
+      description: 'null while the shared store is unreachable',
+      items: {
+        type: 'object',
+        required: ['scope', 'period', 'period_id', 'limit_minor', 'spent_minor', 'reserved_minor'],
+        properties: {
+          scope: str({ enum: ['app', 'global'] }),
+          period: str({ enum: ['day', 'month'] }),
+          period_id: str({ description: 'e.g. 2026-11-28 or 2026-11' }),
+          limit_minor: int({ nullable: true }),
+          soft_minor: int({ nullable: true }),
+          spent_minor: int(),
+          reserved_minor: int(),
+          remaining_minor: int({ nullable: true }),
+        },
+      },
+    },
+  },
+};
+
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
 export function gatewayOpenApi(upstream: Json, serverUrl: string): Json {
@@ -100,6 +143,7 @@ export function gatewayOpenApi(upstream: Json, serverUrl: string): Json {
   };
   doc.servers = [{ url: serverUrl, description: 'counterparty-gateway' }];
   extendErrorSchema(doc);
+  extendMeSchema(doc);
   const paths = (doc.paths ?? {}) as Record<string, Json>;
   for (const [path, item] of Object.entries(paths)) {
     if (path === '/v1/openapi.json') continue;
@@ -122,7 +166,16 @@ function extendErrorSchema(doc: Json): void {
     code.enum = [...(code.enum as string[]), ...Object.keys(GATEWAY_ERRORS).filter((c) => !known.has(c))];
   }
   const details = props.details;
-  if (details) details.properties = { ...RATE_DETAILS, ...((details.properties ?? {}) as Json) };
+  if (details)
+    details.properties = { ...RATE_DETAILS, ...BUDGET_DETAILS, ...((details.properties ?? {}) as Json) };
+}
+
+/** GET /v1/me's record gains the typed `gateway` object. */
+function extendMeSchema(doc: Json): void {
+  const schemas = ((doc.components as Json | undefined)?.schemas ?? {}) as Record<string, Json>;
+  const me = schemas.Me;
+  if (!me) return;
+  me.properties = { ...((me.properties ?? {}) as Json), gateway: ME_GATEWAY };
 }
 
 function extendOperation(op: Json): void {

@@ -189,7 +189,7 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
   const requestId = randomUUID();
   const out = ['x-request-id', requestId, 'age', String(Math.floor(hit.ageMs / 1000))];
   for (let i = 0; i < p.head.length; i++) out.push(p.head[i]!);
-  if (shape !== null) out.push('x-charged-minor', '0');
+  if (shape !== null) out.push('x-charged-minor', '0', 'x-cost-estimate-minor', '0');
   if (windowExpires) out.push('x-window-expires', windowExpires);
   if (headroom) {
     let values = rateHeaders.get(headroom);

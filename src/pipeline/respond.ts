@@ -43,7 +43,9 @@ export async function writeAnswer(
   }
   if (ctx.chargedMinor !== undefined && ctx.shape !== null)
     reply.header('x-charged-minor', String(ctx.chargedMinor));
-  if (ctx.estimateMinor !== undefined) reply.header('x-cost-estimate-minor', String(ctx.estimateMinor));
+  // On every answer of a route that can charge: the budget stage's estimate, or 0 for an answer
+  // that never reached it (a cache HIT, a coalesced follower, a shared check: nothing to pay).
+  if (ctx.shape !== null) reply.header('x-cost-estimate-minor', String(ctx.estimateMinor ?? 0));
   if (ctx.windowExpires) reply.header('x-window-expires', ctx.windowExpires);
   if (ctx.cache) reply.header('x-cache', ctx.cache);
   await rateLimitHeaders(ctx, reply, deps);
@@ -84,6 +86,8 @@ export async function writeRefusal(
   ctx.refusal = refusal;
   // A charged route's refusal cost nothing; say so, as a charged answer would.
   if (ctx.route.charge !== null) reply.header('x-charged-minor', String(ctx.chargedMinor ?? 0));
+  // A 402 says what the refused call was estimated at (also in details.estimate_minor).
+  if (ctx.estimateMinor !== undefined) reply.header('x-cost-estimate-minor', String(ctx.estimateMinor));
   if (ctx.windowExpires) reply.header('x-window-expires', ctx.windowExpires);
   return reply.code(refusal.status).headers(refusal.headers).send(envelopeOf(refusal, ctx.requestId));
 }

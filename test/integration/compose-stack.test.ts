@@ -147,18 +147,22 @@ describe('the stack, run directly', () => {
   }, 60_000);
 
   afterAll(async () => {
+    // Each child gets SIGTERM and, on a loaded machine that stalls it, SIGKILL after 10 s: the
+    // hook always ends inside its timeout and never leaves a process behind (issue 31 item 9).
     for (const child of children.reverse()) {
       if (child.exitCode !== null || child.signalCode !== null) continue;
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
+      clearTimeout(killer);
     }
     if (redis) {
       await deleteKeysUnder(redis.url, [prefix]);
       await redis.stop();
     }
     rmSync(dir, { recursive: true, force: true });
-  });
+  }, 90_000);
 
   it('both gateways answer the demo tokens; through the load balancer a company read is cached for every replica', async (ctx) => {
     if (!redis) ctx.skip();
@@ -179,5 +183,23 @@ describe('the stack, run directly', () => {
       headers: { authorization: `Bearer ${demoToken('demo-risk')}` },
     });
     expect(risk.status).toBe(200);
+  });
+
+  it("a check's poll_url keeps the host and port the app used, through the load balancer", async (ctx) => {
+    if (!redis || !lb) ctx.skip();
+    const created = await fetch(`${lb}/v1/check`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${demoToken('demo-crm')}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ inn: '7707083893' }),
+    });
+    expect([200, 202]).toContain(created.status);
+    const ticket = (await created.json()) as { check_id: string; poll_url?: string };
+    if (created.status === 202) expect(ticket.poll_url).toBe(`${lb}/v1/checks/${ticket.check_id}`);
+    const doc = (await (
+      await fetch(`${lb}/v1/openapi.json`, {
+        headers: { authorization: `Bearer ${demoToken('demo-crm')}` },
+      })
+    ).json()) as { servers?: Array<{ url: string }> };
+    expect(doc.servers?.[0]?.url).toBe(lb);
   });
 });

@@ -61,6 +61,34 @@ describe("the gateway's OpenAPI document", () => {
   });
 });
 
+describe("the gateway's own additions are typed", () => {
+  it('X-Cache declares every status the gateway writes (CacheStatus in src/pipeline/context.ts)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const source = readFileSync('src/pipeline/context.ts', 'utf8');
+    const statuses = /export type CacheStatus = ([^;]+);/
+      .exec(source)![1]!
+      .match(/'([A-Z]+)'/g)!
+      .map((q) => q.slice(1, -1));
+    const company = ((doc.paths as Record<string, Json>)['/v1/companies/{inn}']!.get as Json)
+      .responses as Record<string, Json>;
+    const xCache = ((company['200']!.headers as Json)['X-Cache'] as Json).schema as { enum: string[] };
+    expect([...xCache.enum].sort()).toEqual([...statuses].sort());
+  });
+
+  it("GET /v1/me's gateway object and budget_exceeded's details validate real answers", async () => {
+    const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
+    const schemas = (doc.components as Json).schemas as Record<string, Json>;
+    const gatewaySchema = (schemas.Me!.properties as Json).gateway as Json;
+    expect(gatewaySchema).toBeDefined();
+    const me = (await (await h.call('alpha', '/v1/me')).json()) as Json;
+    const validMe = ajv.compile(jsonSchema({ ...gatewaySchema, additionalProperties: false }) as Json);
+    expect(validMe(me.gateway), ajv.errorsText(validMe.errors)).toBe(true);
+    const details = (((schemas.Error!.properties as Json).error as Json).properties as Json).details as Json;
+    for (const field of ['scope', 'period', 'limit_minor', 'spent_minor', 'reserved_minor', 'estimate_minor'])
+      expect(Object.keys(details.properties as Json)).toContain(field);
+  });
+});
+
 function operationOf(path: string, method: string): Json | undefined {
   const bare = path.split('?')[0]!;
   const paths = doc.paths as Record<string, Json>;

@@ -105,7 +105,14 @@ describe('refused locally, never forwarded', () => {
   }
 
   it('404 not_found for an unknown section, a malformed check id, and any non-upstream path', async () => {
-    await expectRefused(await h.call('full', '/v1/companies/7707083893/secrets'), 404, 'not_found');
+    const section = await expectRefused(
+      await h.call('full', '/v1/companies/7707083893/secrets'),
+      404,
+      'not_found',
+    );
+    // The unknown section names itself, in details (as the upstream) and in the message.
+    expect(section.error.details).toEqual({ section: 'secrets' });
+    expect((section.error as { message?: string }).message).toContain('"secrets"');
     await expectRefused(await h.call('full', '/v1/checks/not-a-uuid'), 404, 'not_found');
     await expectRefused(await h.call('full', '/v1/companies'), 404, 'not_found');
     await expectRefused(await h.call('full', '/v2/companies/7707083893'), 404, 'not_found');

@@ -31,8 +31,6 @@ describe('prices and wallet not yet known upstream', () => {
 
   const admin = (path: string) =>
     fetch(`${h.gateway.url}${path}`, { headers: { authorization: `Bearer ${h.adminToken}` } });
-  const companyCalls = async () =>
-    ((await h.emu('/requests?route=company')) as { requests: unknown[] }).requests.length;
 
   it('/v1/me through the gateway and the admin API answer with prices and wallet null', async () => {
     const me = await h.call('capped', '/v1/me');
@@ -63,8 +61,12 @@ describe('prices and wallet not yet known upstream', () => {
   });
 
   it('a capped app`s paid call with no price ever known: 503 prices_unknown, Retry-After, nothing upstream', async () => {
-    const before = await companyCalls();
-    const r = await h.call('capped', `/v1/companies/${inns[1]}`);
+    // Requisites: the dossier's price is known by now, learned from the open app's charge
+    // (X-Charged-Minor, issue 28); no requisites read was ever charged.
+    const requisitesCalls = async () =>
+      ((await h.emu('/requests?route=requisites')) as { requests: unknown[] }).requests.length;
+    const before = await requisitesCalls();
+    const r = await h.call('capped', `/v1/requisites/${inns[1]}`);
     expect(r.status).toBe(503);
     expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     const body = (await json(r)) as {
@@ -72,10 +74,22 @@ describe('prices and wallet not yet known upstream', () => {
       meta: { request_id: string };
     };
     expect(body.error.code).toBe('prices_unknown');
-    expect(body.error.details).toMatchObject({ kind: 'dossier', me_prices: 'null' });
+    expect(body.error.details).toMatchObject({ kind: 'requisites', me_prices: 'null' });
     expect(body.meta.request_id).toBe(r.headers.get('x-request-id'));
-    expect(await companyCalls()).toBe(before);
+    expect(await requisitesCalls()).toBe(before);
     expect((await h.ledger()).entries.filter((e) => e.inn === inns[1])).toHaveLength(0);
+  });
+
+  it("a charge teaches the price /v1/me does not show yet: the capped app's dossier read is reserved at it", async () => {
+    const paid = await h.call('capped', `/v1/companies/${inns[5]}`);
+    expect(paid.status).toBe(200);
+    expect(paid.headers.get('x-charged-minor')).toBe('9900');
+    expect((await json(await h.call('capped', '/v1/me'))).prices).toBeNull();
+    // 9,900 of 15,000 spent: a second dossier (estimated 9,900 though /v1/me lists no price) is refused.
+    const refused = await h.call('capped', `/v1/companies/${inns[3]}`);
+    expect(refused.status).toBe(402);
+    // back to no spend for the next case: a new day
+    h.advance(86_400_000);
   });
 
   it('once /v1/me lists prices the call is reserved and charged; a later prices: null estimates from the last known price', async () => {

@@ -74,6 +74,25 @@ describe('server hardening', () => {
     expect(e.body.meta.request_id).toBe(e.requestId);
   });
 
+  it('a request without Host and a CONNECT are refused in the envelope with X-Request-Id, never sent upstream', async () => {
+    const upstreamBefore = await h.upstreamCount();
+    const noHost = envelopeOf(
+      (await rawExchange(h.gateway.url, 'GET /v1/companies/7707083893 HTTP/1.1\r\nConnection: close\r\n\r\n'))
+        .text,
+    );
+    expect(noHost.status).toBe(400);
+    expect(noHost.body.error.code).toBe('validation_failed');
+    expect(noHost.body.meta.request_id).toBe(noHost.requestId);
+    const tunnel = envelopeOf(
+      (await rawExchange(h.gateway.url, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'))
+        .text,
+    );
+    expect(tunnel.status).toBe(405);
+    expect(tunnel.body.error.code).toBe('validation_failed');
+    expect(tunnel.requestId).toBeTruthy();
+    expect(await h.upstreamCount()).toBe(upstreamBefore);
+  });
+
   it('an unparsable request line is 400 in the envelope', async () => {
     const { text } = await rawExchange(h.gateway.url, 'BLAH\r\n\r\n');
     const e = envelopeOf(text);

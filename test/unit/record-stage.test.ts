@@ -8,6 +8,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { BudgetGuard } from '../../src/cost/budget-guard.ts';
 import { ChargeBook } from '../../src/cost/charge-book.ts';
 import { ChargeOutbox } from '../../src/cost/charge-outbox.ts';
+import { PriceBook } from '../../src/cost/price-book.ts';
 import { WindowTracker } from '../../src/cost/window-tracker.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { RequestContext } from '../../src/pipeline/context.ts';
@@ -42,12 +43,19 @@ async function run(outcome: Outcome, unknownFlag = false) {
   });
   const windows = new WindowTracker({ store, clock, windowMs: 900_000, safetyMarginMs: 30_000 });
   const metrics = { charge: () => {}, saved: () => {} };
+  const prices = new PriceBook({
+    upstream: { request: async () => ({ status: 500, headers: {}, body: Buffer.alloc(0) }) as never },
+    clock,
+    refreshMs: 60_000,
+    timeoutMs: 1000,
+  });
   const deps = {
     clock,
     charges,
     windows,
     logger: createLogger('silent'),
     metrics,
+    prices,
   } as unknown as PipelineDeps;
   const opened = await charges.open({
     key: 'gw1r-k',

@@ -8,6 +8,7 @@
 //   the pending entry go.
 // - No answer (timeout, lost connection, a fault): the outcome is unknown, so the charge stays
 //   counted against every budget until the reconciler replays its key.
+// - A newly counted charge teaches the price book its kind's price (cost/price-book.ts).
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
 import { NotLeader, NotReady } from '../../upstream/governed-upstream.ts';
 import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
@@ -78,6 +79,10 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
       opensWindow,
     });
     ctx.chargedMinor = recorded.chargedMinor;
+    // A charge counted for the first time under its key tells the price now in force (the spec:
+    // charged a few seconds before /v1/me shows it); a replay of a counted key does not.
+    if (recorded.chargedMinor > 0)
+      deps.prices.learn({ kind: ctx.shape.kind, priceMinor: recorded.chargedMinor, startedAt });
     if (recorded.chargedMinor > 0) deps.metrics.charge(ctx.app.name, ctx.shape.kind, recorded.chargedMinor);
     else if (ctx.call.idempotencyKey === undefined)
       // The upstream replayed a charge already counted under this request's key.

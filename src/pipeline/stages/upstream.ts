@@ -6,6 +6,8 @@
 // eat into the upstream timeout. Transport failures are thrown as UpstreamFailure for the retry
 // stage; a caller gone while queued is thrown as ClientGone. A POST /v1/check spends the `check`
 // class only when it can start a cold check (cold-checks.ts).
+import { publicBase } from '../../checks/gateway-urls.ts';
+import type { GatewayConfig } from '../../config/schema.ts';
 import { gatewayOpenApi } from '../../openapi/gateway-openapi.ts';
 import { allTrue, QueueRefusal } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
@@ -66,7 +68,9 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
     ctx.upstreamMs = (ctx.upstreamMs ?? 0) + res.durationMs;
     ctx.upstreamAttempts = attempt + 1;
     const answer: Answer = { status: res.status, headers: res.headers, body: res.body };
-    return ctx.route.name === 'openapi' && res.status === 200 ? gatewayDocument(ctx, answer) : answer;
+    return ctx.route.name === 'openapi' && res.status === 200
+      ? gatewayDocument(ctx, answer, deps.config)
+      : answer;
   } catch (err) {
     if (err instanceof QueueRefusal) {
       if (err.denial.reason === 'aborted') throw new ClientGone();
@@ -81,16 +85,15 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
 };
 
 /** The upstream's OpenAPI document made the gateway's (src/openapi/); an unreadable one as is. */
-function gatewayDocument(ctx: Parameters<Stage>[0], answer: Answer): Answer {
+function gatewayDocument(ctx: Parameters<Stage>[0], answer: Answer, config: GatewayConfig): Answer {
   let upstream: Record<string, unknown>;
   try {
     upstream = JSON.parse(answer.body.toString('utf8')) as Record<string, unknown>;
   } catch {
     return answer;
   }
-  const host = ctx.headers.host;
-  const proto = ctx.headers['x-forwarded-proto'] === 'https' ? 'https' : 'http';
-  const doc = gatewayOpenApi(upstream, host ? `${proto}://${host}` : '/');
+  // The requester's own address, validated (checks/gateway-urls.ts), or server.publicUrl.
+  const doc = gatewayOpenApi(upstream, publicBase(config, ctx.headers));
   const { etag: _etag, 'last-modified': _modified, ...headers } = answer.headers;
   return { status: 200, headers, body: Buffer.from(JSON.stringify(doc)) };
 }

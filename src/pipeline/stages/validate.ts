@@ -15,7 +15,10 @@ export const MAX_WAIT_LIMIT_MS = 600_000;
 
 export const validate: StageFactory = (deps) => async (ctx, next) => {
   const verdict = ctx.route.validate(ctx.call);
-  if (!verdict.ok) return verdict.kind === 'not_found' ? refuse('not_found') : invalid(verdict.fields);
+  if (!verdict.ok)
+    return verdict.kind === 'not_found'
+      ? refuse('not_found', verdict.details ?? {}, verdict.message)
+      : invalid(verdict.fields);
   const wait = maxWaitHeader(ctx.headers['x-max-wait-ms']);
   if (wait === 'invalid') {
     return invalid([
