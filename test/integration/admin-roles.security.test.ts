@@ -68,6 +68,7 @@ describe('admin roles', () => {
     await expectForbidden(await as(v, 'POST', '/admin/reload'), 'reload');
     await expectForbidden(await as(v, 'POST', '/admin/reconcile'), 'reconcile');
     await expectForbidden(await as(v, 'POST', '/admin/webhooks/redeliver'), 'webhooks_redeliver');
+    await expectForbidden(await as(v, 'POST', '/admin/prices/refresh'), 'prices_refresh');
     expect(await crmDay()).toMatchObject({ limitMinor: 100_000, source: 'config', version: 0 });
     expect((await audit()).length).toBe(before);
   });
@@ -88,6 +89,7 @@ describe('admin roles', () => {
       reason: 'Q4 cut',
     });
     expect((await as(f, 'POST', '/admin/reconcile')).status).toBe(200);
+    expect((await as(f, 'POST', '/admin/prices/refresh')).status).toBe(200);
     expect((await as(f, 'GET', '/admin/audit')).status).toBe(200);
     const entries = await audit();
     const set = entries.find((e) => e.action === 'budget_set')!;
@@ -101,7 +103,14 @@ describe('admin roles', () => {
       after: { limit_minor: 50_000, soft_minor: 40_000, source: 'admin', version: 1 },
       reason: 'Q4 cut',
     });
-    expect(entries.find((e) => e.action === 'reconcile')).toMatchObject({ actor: 'fin', role: 'finance' });
+    expect(entries.find((e) => e.action === 'reconcile')).toMatchObject({
+      actor: 'fin',
+      role: 'finance',
+      after: { resolved: expect.any(Object) },
+    });
+    const prices = entries.find((e) => e.action === 'prices_refresh')!;
+    expect(prices).toMatchObject({ actor: 'fin', target: 'prices' });
+    expect((prices.after as { prices: unknown[] }).prices.length).toBeGreaterThan(0);
   });
 
   it('admin (named, and the older admin.tokenHash as "admin"): everything, each under its own name', async () => {
