@@ -103,19 +103,19 @@ function reasonOf(body: Record<string, unknown>, required: boolean, problems: Fi
   return v.trim();
 }
 
-/** If-Match as a version number: `3`, `"3"` or `W/"3"`; absent: undefined. */
-function ifMatch(request: FastifyRequest): number | undefined {
+/** If-Match as a version number: `3`, `"3"` or `W/"3"`; absent (or malformed, reported): undefined. */
+function ifMatch(request: FastifyRequest, problems: FieldProblem[]): number | undefined {
   const header = request.headers['if-match'];
   if (header === undefined) return undefined;
   const m = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(String(header));
-  if (!m)
-    throw ApiError.validation([
-      {
-        field: 'If-Match',
-        code: 'invalid_value',
-        message: 'If-Match must be a budget version (a whole number)',
-      },
-    ]);
+  if (!m) {
+    problems.push({
+      field: 'If-Match',
+      code: 'invalid_value',
+      message: 'If-Match must be a budget version (a whole number)',
+    });
+    return undefined;
+  }
   return Number(m[1]);
 }
 
@@ -167,7 +167,7 @@ export function registerFinanceRoutes(app: FastifyInstance, o: FinanceRoutesOpti
       change === 'reset' && body.reason === undefined && typeof header === 'string' && header.trim() !== ''
         ? header.trim().slice(0, MAX_REASON_CHARS)
         : reasonOf(body, true, problems);
-    const expected = ifMatch(request);
+    const expected = ifMatch(request, problems);
     if (problems.length > 0) throw ApiError.validation(problems);
 
     for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
