@@ -4,6 +4,7 @@
 // with exit 2, never a stack trace.
 import { readFileSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { ADMIN_ROLES } from './auth/admin-roles.ts';
 import { newToken, tokenHash } from './auth/tokens.ts';
 import { loadConfig } from './config/load.ts';
 import { SCOPES } from './config/schema.ts';
@@ -18,6 +19,8 @@ commands:
   emulator [options]              run the upstream emulator alone (cpgw emulator --help)
   token new --app NAME [--scopes a,b]
                                   print a fresh app token once, and the config lines holding its hash
+  token new --admin --name NAME --role admin|finance|viewer
+                                  the same for a named admin token with a role
   check-config [--config FILE]... validate configuration without starting
   help [COMMAND]                  this text, or a command's
   --version                       the package version
@@ -32,13 +35,17 @@ Without CPGW_UPSTREAM_API_KEY it runs a demo: the bundled emulator as the upstre
 ${CONFIG_NOTE}`;
 
 const TOKEN_USAGE = `usage: cpgw token new --app NAME [--scopes a,b]
-       cpgw token new --admin
+       cpgw token new --admin [--name NAME --role admin|finance|viewer]
 
 Print a fresh token (shown only this once) and the config lines holding its SHA-256 hash.
   --app NAME     lowercase letters, digits, "-" or "_" (starts with a letter); "admin" is
                  the admin API's token, the same as --admin
   --scopes a,b   default read:companies,read:checks; known: ${SCOPES.join(', ')}
-  --admin        the admin API's token (admin.tokenHash, or CPGW_ADMIN_TOKEN_HASH)`;
+  --admin        the admin API's token (admin.tokenHash, or CPGW_ADMIN_TOKEN_HASH)
+  --name NAME    with --admin: a named admin token (admin.tokens); the name is the actor in
+                 the audit trail
+  --role ROLE    with --name: admin (everything), finance (budgets, ledger, reconciliation,
+                 audit; no cache purge, reload or redeliver) or viewer (read-only)`;
 
 const CHECK_CONFIG_USAGE = `usage: cpgw check-config [--config FILE]...
 
@@ -166,8 +173,30 @@ function token(args: string[]): Promise<number> | number {
     app: { type: 'string' },
     scopes: { type: 'string' },
     admin: { type: 'boolean' },
+    name: { type: 'string' },
+    role: { type: 'string' },
   });
   if (values.help) return help('token');
+  if ((values.name !== undefined || values.role !== undefined) && !values.admin)
+    throw new CliError('--name and --role are for admin tokens: add --admin');
+  if (values.admin && (values.name !== undefined || values.role !== undefined)) {
+    if (values.scopes || values.app) throw new CliError('--app and --scopes do not apply to an admin token');
+    if (!values.name || !/^[a-z][a-z0-9_-]{0,62}$/.test(values.name))
+      throw new CliError(
+        '--name NAME is required (lowercase letters, digits, "-" or "_", starting with a letter)',
+      );
+    if (!(ADMIN_ROLES as readonly string[]).includes(values.role ?? ''))
+      throw new CliError(`--role must be one of ${ADMIN_ROLES.join(', ')}`);
+    const value = newToken();
+    console.log(
+      `admin token "${values.name}" (role ${values.role}; it is shown only this once):\n  ${value}\n`,
+    );
+    console.log('config (add to the top-level admin: section, under tokens:):');
+    console.log(
+      `  admin:\n    tokens:\n      - name: ${values.name}\n        role: ${values.role}\n        tokenHash: "${tokenHash(value)}"`,
+    );
+    return 0;
+  }
   if (values.admin || values.app === 'admin') {
     if (values.scopes) throw new CliError('--scopes does not apply to the admin token');
     const value = newToken();

@@ -26,6 +26,10 @@ export const ERRORS = {
   not_cached: { status: 504, message: 'No cached answer and only-if-cached was requested' },
   upstream_unavailable: { status: 502, message: 'The upstream service is unreachable' },
   store_unavailable: { status: 503, message: 'Shared state is unavailable' },
+  precondition_failed: {
+    status: 412,
+    message: 'The resource changed since the version in If-Match; details carry the current one',
+  },
   prices_unknown: {
     status: 503,
     message: 'Prices are not known yet and a spend budget applies; retry shortly',

@@ -10,6 +10,7 @@ import { systemClock } from './clock.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { createEmulator } from './emulator/emulator-server.ts';
+import { createFinanceStore } from './finance/create-finance-store.ts';
 import { createLogger } from './logger.ts';
 import { buildServer, type ReloadResult, reloadGateway } from './server.ts';
 import { createStore } from './store/create-store.ts';
@@ -113,6 +114,14 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   cleanups.unshift(() => store.close());
   if (store instanceof EmbeddedStore)
     logger.info({ file: store.moneyFile }, 'money store: embedded database');
+  // Budget overrides and the audit trail: on the same Redis (same prefix) as the store, or in memory.
+  const finance = createFinanceStore({
+    redisUrl: config.store.redisUrl,
+    redisClusterNodes: config.store.redisClusterNodes,
+    prefix: config.store.prefix,
+    onError: (err) => logger.warn({ err: (err as Error)?.message ?? String(err) }, 'finance store fault'),
+  });
+  cleanups.unshift(() => finance.close());
   const upstream = new UpstreamClient({ url: upstreamUrl, apiKey, connections: config.upstream.connections });
   cleanups.unshift(() => upstream.close());
 
@@ -124,6 +133,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     logger,
     webhookSecrets,
     loadConfig: reloadConfig,
+    finance,
   });
   try {
     await server.listen({ host: config.server.host, port: config.server.port });

@@ -33,6 +33,10 @@ import { reconcile } from './cost/wallet-reconciliation.ts';
 import { WalletSnapshots } from './cost/wallet-snapshots.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
 import { ApiError, errorEnvelope } from './errors.ts';
+import { AuditTrail, changedConfigKeys } from './finance/audit-trail.ts';
+import { BUDGETS_CHANNEL, BudgetOverrides } from './finance/budget-overrides.ts';
+import type { FinanceStore } from './finance/finance-store.ts';
+import { MemoryFinanceStore } from './finance/memory-finance-store.ts';
 import { RateGovernor } from './limits/index.ts';
 import { accessLogger } from './logger.ts';
 import { GatewayMetrics } from './metrics/gateway-metrics.ts';
@@ -68,6 +72,12 @@ export interface ServerDeps {
    * throws ConfigError listing every problem. Absent: the gateway cannot reload.
    */
   loadConfig?: () => GatewayConfig;
+  /**
+   * Budget overrides and the audit trail (src/finance/). Replicas on a shared store need a shared
+   * one (createFinanceStore with the store's settings; main.ts does). Absent: one in this process,
+   * closed with the server.
+   */
+  finance?: FinanceStore;
 }
 
 /** What a reload applied: the apps now configured, and changed settings that need a restart. */
@@ -264,13 +274,19 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     () => deps.clock.now(),
   );
 
-  const pipelineDeps = buildPipelineDeps(deps, metrics);
+  const finance = deps.finance ?? new MemoryFinanceStore();
+  if (!deps.finance && deps.store.kind === 'redis')
+    deps.logger.warn(
+      'no shared finance store given: budget overrides and the audit trail stay in this process',
+    );
+  const pipelineDeps = buildPipelineDeps(deps, metrics, finance);
   registerMetricsRoutes(app, {
     metrics,
     shared: new SharedGauges({
       metrics,
       sources: {
-        budgets: pipelineDeps.budgets,
+        // The guard in force now (a reload swaps it), so the gauges show today's caps.
+        budgets: { status: (app) => pipelineDeps.policy.budgets.status(app) },
         governor: pipelineDeps.upstream.governor,
         windows: pipelineDeps.windows,
         prices: pipelineDeps.prices,
@@ -294,8 +310,20 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const checkEvents = createCheckEvents(pipelineDeps, webhookSecrets, randomUUID());
   registerWebhookIngress(app, pipelineDeps, checkEvents, webhookSecrets);
   let unsubscribePrices: (() => Promise<void>) | null = null;
+  let unsubscribeBudgets: (() => Promise<void>) | null = null;
   app.addHook('onReady', async () => {
     await pipelineDeps.moneyClock.start();
+    // A budget change on any replica is announced here; the reserve path checks the version too.
+    unsubscribeBudgets = await deps.store
+      .subscribe(BUDGETS_CHANNEL, () => void pipelineDeps.overrides.invalidate())
+      .catch((err: unknown) => {
+        deps.logger.warn(
+          { err: (err as Error)?.message },
+          'budget changes not subscribed; the version check still applies',
+        );
+        return null;
+      });
+    await pipelineDeps.overrides.fresh();
     unsubscribePrices = await deps.store
       .subscribe(PRICES_CHANNEL, (message) => {
         const learned = parseLearnedPrice(message);
@@ -314,6 +342,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
   app.addHook('onClose', async () => {
     pipelineDeps.moneyClock.stop();
+    await unsubscribeBudgets?.().catch(() => {});
     pipelineDeps.prices.stop();
     await unsubscribePrices?.().catch(() => undefined);
     await checkEvents.close();
@@ -329,6 +358,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         { savedTo: left.savedTo },
         'store unreachable at shutdown; money operations kept for the next start',
       );
+    if (!deps.finance) await finance.close();
   });
   // The reload seam: one generation (config + what is derived from it alone) read once per
   // request; a reload builds and checks the next, then swaps it in one assignment.
@@ -348,10 +378,38 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     pipelineDeps.policy.budgets = nextDeps.budgets;
     return { apps: next.apps.map((a) => a.name), restartNeeded: restartNeeded(config, next) };
   };
-  reloaders.set(app, reload);
+  const trail = new AuditTrail({ store: finance, clock: deps.clock, logger: app.log });
+  // A reload by signal (SIGHUP) is recorded too, with the changed keys and "SIGHUP" as the actor.
+  reloaders.set(app, () => {
+    const before = live.deps.config;
+    const result = reload();
+    void trail.append(
+      trail.entry(
+        { name: 'SIGHUP', role: 'admin' },
+        { id: randomUUID(), ip: 'local', headers: {} },
+        {
+          action: 'reload',
+          target: 'config',
+          before: null,
+          after: {
+            changed_keys: changedConfigKeys(before, live.deps.config),
+            apps: result.apps,
+            restart_needed: result.restartNeeded,
+          },
+        },
+      ),
+    );
+    return result;
+  });
   if (config.server.hitPath)
     hitPath = makeHitPath({ deps: current, closing: () => closing, metrics, logger: deps.logger, access });
-  registerAdminRoutes(app, current, reload, { webhooks: checkEvents.deliveries });
+  registerAdminRoutes(app, current, reload, {
+    webhooks: checkEvents.deliveries,
+    finance: {
+      trail,
+      routes: { store: finance, overrides: pipelineDeps.overrides, bus: deps.store, clock: deps.clock },
+    },
+  });
   for (const route of UPSTREAM_ROUTES) {
     app.route({
       method: route.method,
@@ -386,13 +444,21 @@ function generation(deps: PipelineDeps) {
 function reconfigured(
   prev: PipelineDeps,
   next: GatewayConfig,
-  base: { notices: SoftLimitNotices; chargesFor: (guard: BudgetGuard) => ChargeBook },
+  base: {
+    notices: SoftLimitNotices;
+    chargesFor: (guard: BudgetGuard) => ChargeBook;
+    overrides: BudgetOverrides;
+  },
 ): PipelineDeps {
   // The governor checks app limits again when applied; check them here so a bad one stops the
   // reload before any part is swapped.
   for (const a of next.apps)
     if (!(a.limits.weight > 0)) throw new RangeError(`apps.${a.name}.limits.weight must be > 0`);
-  const budgets = budgetGuard({ config: next, store: prev.store, clock: prev.moneyClock }, base.notices);
+  const budgets = budgetGuard(
+    { config: next, store: prev.store, clock: prev.moneyClock },
+    base.notices,
+    base.overrides,
+  );
   return { ...prev, config: next, budgets, charges: base.chargesFor(budgets) };
 }
 
@@ -432,6 +498,7 @@ interface LivePolicy {
 function budgetGuard(
   deps: Pick<ServerDeps, 'config' | 'store' | 'clock'>,
   observer: SoftLimitNotices,
+  overrides: BudgetOverrides,
 ): BudgetGuard {
   const { config, store, clock } = deps;
   return new BudgetGuard({
@@ -441,12 +508,8 @@ function budgetGuard(
     global: config.budgets,
     apps: new Map(config.apps.map((a) => [a.name, a.budgets])),
     observer,
+    overrides,
   });
-}
-
-function hasSoftLimit(config: GatewayConfig, app: string): boolean {
-  const own = config.apps.find((a) => a.name === app)?.budgets ?? {};
-  return [config.budgets, own].some((b) => Object.values(b).some((l) => l?.softMinor !== undefined));
 }
 
 /** The shared rate budget (docs/rate-limits.md) in front of the upstream client. */
@@ -484,10 +547,12 @@ function governedUpstream(deps: ServerDeps, metrics: GatewayMetrics): GovernedUp
 function buildPipelineDeps(
   deps: ServerDeps,
   metrics: GatewayMetrics,
+  finance: FinanceStore,
 ): PipelineDeps & {
   policy: LivePolicy;
   notices: SoftLimitNotices;
   chargesFor: (guard: BudgetGuard) => ChargeBook;
+  overrides: BudgetOverrides;
 } {
   const { config, store, clock, logger } = deps;
   const upstream = governedUpstream(deps, metrics);
@@ -548,10 +613,20 @@ function buildPipelineDeps(
     store,
     metrics,
     logger,
-    hasSoft: (app) => hasSoftLimit(policy.config, app),
+    // Admin-set soft thresholds count as well as the config's.
+    hasSoft: (app) => policy.budgets.hasSoft(app),
     notice: config.notices,
   });
-  const budgets = budgetGuard({ config, store, clock: moneyClock }, notices);
+  const overrides = new BudgetOverrides({
+    store: finance,
+    clock,
+    onError: (err) =>
+      logger.warn(
+        { err: (err as Error)?.message ?? String(err) },
+        'budget overrides unreadable; the last copy applies',
+      ),
+  });
+  const budgets = budgetGuard({ config, store, clock: moneyClock }, notices, overrides);
   policy.budgets = budgets;
   const outbox = new ChargeOutbox({
     store,
@@ -596,6 +671,7 @@ function buildPipelineDeps(
     policy,
     notices,
     chargesFor,
+    overrides,
     config,
     upstream,
     store,

@@ -1,10 +1,14 @@
-// The admin API under /admin/, behind the admin token (config admin.tokenHash; absent =
-// the whole API answers 404): spend ledger export (JSON or CSV, by period and app), budgets
-// of every app, open windows, cache purge by INN and cache statistics, the shared rate
-// budgets' state and queues, the webhook deliveries to apps (state, attempts, next try), and
-// POST /admin/reload. Read-only except the purge and the reload; refusals use the upstream's envelope.
+// The admin API under /admin/, behind named admin tokens with roles (config admin.tokens and
+// admin.tokenHash; none = the whole API answers 404; rights per role in auth/admin-roles.ts):
+// spend ledger export (JSON or CSV, by period and app), budgets of every app (set and reset in
+// finance/budget-routes.ts), the audit trail, open windows, cache purge by INN and cache
+// statistics, the shared rate budgets' state and queues, the webhook deliveries to apps (state,
+// attempts, next try), and POST /admin/reload. Every mutation is recorded in the audit trail
+// (actor, role, client, request id, before, after, reason). Refusals use the upstream's envelope.
+//
+// Must never: run a route before its right is checked, or put a token into a log line or entry.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { bearerToken, matchToken } from '../auth/tokens.ts';
+import { type AdminPrincipal, type AdminRight, authorizeAdmin } from '../auth/admin-roles.ts';
 import type { DeliveryRecord, WebhookDeliveries } from '../checks/webhook-deliveries.ts';
 import { ConfigError } from '../config/load.ts';
 import { localDate } from '../cost/budget-periods.ts';
@@ -12,28 +16,32 @@ import { ledgerCsv } from '../cost/spend-ledger.ts';
 import { byDay, reconcile } from '../cost/wallet-reconciliation.ts';
 import { checkInn } from '../domain/requests.ts';
 import { ApiError, type FieldProblem } from '../errors.ts';
+import { type AuditTrail, changedConfigKeys } from '../finance/audit-trail.ts';
+import { type FinanceRoutesOptions, registerFinanceRoutes } from '../finance/budget-routes.ts';
 import { adminOpenApi } from '../openapi/admin-openapi.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 import { parseJsonBody } from '../pipeline/stages/validate.ts';
 import { UUID } from '../route-table.ts';
 
-/** Checks the admin token against the config in force now; answers that config's deps. */
-function requireAdmin(request: FastifyRequest, current: () => PipelineDeps): PipelineDeps {
+/**
+ * Checks the caller's admin token (and its role's right) against the config in force now;
+ * answers that config's deps and who the caller is. During a rotation the previous token is
+ * accepted too; every hash is compared in constant time.
+ */
+function authorize(
+  request: FastifyRequest,
+  current: () => PipelineDeps,
+  right: AdminRight,
+): { deps: PipelineDeps; principal: AdminPrincipal } {
   const deps = current();
-  const { tokenHash, previousTokenHash } = deps.config.admin;
-  if (!tokenHash) throw new ApiError('not_found', {}, 'The admin API is disabled (set admin.tokenHash)');
-  // During a rotation the previous token is accepted too (both compared in constant time).
-  const accepted = [tokenHash, previousTokenHash].filter((h): h is string => h !== null);
-  const token = bearerToken(request.headers.authorization);
-  if (
-    !token ||
-    !matchToken(
-      token,
-      accepted.map((h) => ({ tokenHash: h })),
-    )
-  )
-    throw new ApiError('unauthorized');
-  return deps;
+  const principal = authorizeAdmin(request.headers.authorization, deps.config.admin, right);
+  return { deps, principal };
+}
+
+/** What the admin routes need of finance: the audit trail and the budget routes' parts. */
+export interface AdminFinance {
+  trail: AuditTrail;
+  routes: Omit<FinanceRoutesOptions, 'current' | 'authorize' | 'trail'>;
 }
 
 /** Accepts ISO dates/times or epoch milliseconds. */
@@ -52,21 +60,38 @@ export function registerAdminRoutes(
   app: FastifyInstance,
   current: () => PipelineDeps,
   reload: () => { apps: string[]; restartNeeded: string[] },
-  extra: { webhooks?: WebhookDeliveries } = {},
+  extra: { webhooks?: WebhookDeliveries; finance: AdminFinance },
 ): void {
+  const { trail } = extra.finance;
+  const requireAdmin = (request: FastifyRequest, right: AdminRight) => authorize(request, current, right);
+  registerFinanceRoutes(app, { ...extra.finance.routes, current, authorize: requireAdmin, trail });
+
   // Re-reads the config files and applies apps, tokens, scopes, budgets, limits and cache ages
   // (the same as SIGHUP). A bad file: 422 listing every problem; the running config stays.
   app.get('/admin/openapi.json', async (request) => {
-    requireAdmin(request, current);
+    requireAdmin(request, 'read');
     const base = `${request.protocol}://${request.headers.host ?? 'localhost'}`;
     return adminOpenApi(base);
   });
 
   app.post('/admin/reload', async (request) => {
-    requireAdmin(request, current);
+    const { principal } = requireAdmin(request, 'reload');
     try {
+      const before = current().config;
       const result = reload();
-      request.log.warn({ apps: result.apps, restartNeeded: result.restartNeeded }, 'configuration reloaded');
+      const changed = changedConfigKeys(before, current().config);
+      await trail.append(
+        trail.entry(principal, request, {
+          action: 'reload',
+          target: 'config',
+          before: null,
+          after: { changed_keys: changed, apps: result.apps, restart_needed: result.restartNeeded },
+        }),
+      );
+      request.log.warn(
+        { actor: principal.name, apps: result.apps, restartNeeded: result.restartNeeded, changed },
+        'configuration reloaded',
+      );
       return { reloaded: true, apps: result.apps, restart_needed: result.restartNeeded };
     } catch (err) {
       const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
@@ -80,7 +105,7 @@ export function registerAdminRoutes(
   // The vendor's wallet against the ledger (issue 28): per interval between /v1/me snapshots and
   // per day, the vendor's debit, the ledger's charges, unattributed spend and top-ups.
   app.get('/admin/reconciliation', async (request, reply) => {
-    const deps = requireAdmin(request, current);
+    const { deps } = requireAdmin(request, 'read');
     const q = request.query as Record<string, string | undefined>;
     const format = q.format ?? 'json';
     if (format !== 'json' && format !== 'csv') {
@@ -149,7 +174,7 @@ export function registerAdminRoutes(
   });
 
   app.get('/admin/ledger', async (request, reply) => {
-    const deps = requireAdmin(request, current);
+    const { deps } = requireAdmin(request, 'read');
     const q = request.query as Record<string, string | undefined>;
     const format = q.format ?? 'json';
     if (format !== 'json' && format !== 'csv') {
@@ -198,10 +223,19 @@ export function registerAdminRoutes(
   });
 
   app.post('/admin/prices/refresh', async (request) => {
-    const deps = requireAdmin(request, current);
+    const { deps, principal } = requireAdmin(request, 'prices_refresh');
     // Reads the upstream's GET /v1/me now (it is also re-read every cost.pricesRefreshSeconds).
+    const before = deps.prices.snapshot().me?.prices ?? null;
     await deps.prices.refresh();
     const { me, refreshedAt } = deps.prices.snapshot();
+    await trail.append(
+      trail.entry(principal, request, {
+        action: 'prices_refresh',
+        target: 'prices',
+        before: { prices: before },
+        after: { prices: me?.prices ?? null },
+      }),
+    );
     return {
       refreshed_at: refreshedAt ? new Date(refreshedAt).toISOString() : null,
       prices: me?.prices ?? null,
@@ -210,19 +244,28 @@ export function registerAdminRoutes(
   });
 
   app.post('/admin/reconcile', async (request) => {
-    const deps = requireAdmin(request, current);
+    const { deps, principal } = requireAdmin(request, 'reconcile');
     // One reconciler round now (it also runs every cost.reconcileIntervalMs on every replica).
-    return { resolved: await deps.reconciler.runOnce() };
+    const resolved = await deps.reconciler.runOnce();
+    await trail.append(
+      trail.entry(principal, request, {
+        action: 'reconcile',
+        target: 'pending_charges',
+        before: null,
+        after: { resolved },
+      }),
+    );
+    return { resolved };
   });
 
   app.get('/admin/budgets', async (request) => {
-    const deps = requireAdmin(request, current);
+    const { deps } = requireAdmin(request, 'read');
     const names = deps.config.apps.map((a) => a.name);
     return { time_zone: deps.config.cost.timeZone, budgets: await deps.budgets.overview(names) };
   });
 
   app.get('/admin/windows', async (request) => {
-    const deps = requireAdmin(request, current);
+    const { deps } = requireAdmin(request, 'read');
     const windows = await deps.windows.list();
     return {
       count: windows.length,
@@ -235,21 +278,30 @@ export function registerAdminRoutes(
   });
 
   app.delete('/admin/cache/:inn', async (request) => {
-    const deps = requireAdmin(request, current);
+    const { deps, principal } = requireAdmin(request, 'cache_purge');
     const { inn } = request.params as { inn: string };
     const problems = checkInn(inn);
     if (problems.length) throw ApiError.validation(problems);
-    return { inn, purged: await deps.cache.purgeInn(inn) };
+    const purged = await deps.cache.purgeInn(inn);
+    await trail.append(
+      trail.entry(principal, request, {
+        action: 'cache_purge',
+        target: `cache:${inn}`,
+        before: null,
+        after: { purged },
+      }),
+    );
+    return { inn, purged };
   });
 
   app.get('/admin/cache/stats', async (request) => {
-    const deps = requireAdmin(request, current);
+    const { deps } = requireAdmin(request, 'read');
     const stats = await deps.cache.stats();
     return deps.sections ? { ...stats, sections_from_dossier: await deps.sections.snapshot() } : stats;
   });
 
   app.get('/admin/apps', async (request) => {
-    const deps = requireAdmin(request, current);
+    const { deps } = requireAdmin(request, 'read');
     return {
       apps: deps.config.apps.map((a) => ({
         name: a.name,
@@ -263,7 +315,7 @@ export function registerAdminRoutes(
   // Every rate class (limit, used in the last window, pause, queued per app, apps waiting on
   // any replica), the upstream's own minute cap when it reported one, and per-app waits.
   app.get('/admin/limits', async (request) => {
-    const deps = requireAdmin(request, current);
+    const { deps } = requireAdmin(request, 'read');
     const state = await deps.upstream.governor.state();
     return { ...state, at: new Date(state.at).toISOString() };
   });
@@ -271,7 +323,7 @@ export function registerAdminRoutes(
   // Queues the failed deliveries again, all of them or those of one app and/or one check (once
   // an app's endpoint is fixed): each gets the whole retry schedule again.
   app.post('/admin/webhooks/redeliver', async (request) => {
-    const deps = requireAdmin(request, current);
+    const { deps, principal } = requireAdmin(request, 'webhooks_redeliver');
     const problems: FieldProblem[] = [];
     // Bodies arrive raw (server.ts): none means no filter.
     const raw = Buffer.isBuffer(request.body) ? request.body : undefined;
@@ -280,7 +332,14 @@ export function registerAdminRoutes(
     if (!isObject) {
       problems.push({ field: 'body', code: 'invalid_value', message: 'body must be a JSON object' });
     }
-    const { app: name, check_id: checkId } = (isObject ? parsed : {}) as Record<string, unknown>;
+    const { app: name, check_id: checkId, reason } = (isObject ? parsed : {}) as Record<string, unknown>;
+    if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) {
+      problems.push({
+        field: 'reason',
+        code: 'invalid_value',
+        message: 'reason must be a text of at most 500 characters',
+      });
+    }
     if (name !== undefined && (typeof name !== 'string' || !deps.config.apps.some((a) => a.name === name))) {
       problems.push({ field: 'app', code: 'invalid_value', message: 'app must name a configured app' });
     }
@@ -292,6 +351,15 @@ export function registerAdminRoutes(
     if (typeof name === 'string') filter.app = name;
     if (typeof checkId === 'string') filter.checkId = checkId;
     const redelivered = (await extra.webhooks?.redeliver(filter)) ?? 0;
+    await trail.append(
+      trail.entry(principal, request, {
+        action: 'webhooks_redeliver',
+        target: `webhooks:${filter.app ?? '*'}:${filter.checkId ?? '*'}`,
+        before: null,
+        after: { redelivered },
+        reason: typeof reason === 'string' && reason.trim() !== '' ? reason.trim() : null,
+      }),
+    );
     request.log.info({ ...filter, redelivered }, 'failed webhook deliveries queued again');
     return { redelivered };
   });
@@ -300,7 +368,7 @@ export function registerAdminRoutes(
   // ones with every attempt's status or error (the body is left out: a dossier is ~100 KB). The
   // counts cover every delivery kept (7 days); the list, the newest `limit` (default 100).
   app.get('/admin/webhooks', async (request) => {
-    requireAdmin(request, current);
+    requireAdmin(request, 'read');
     const q = request.query as Record<string, string | undefined>;
     const problems: FieldProblem[] = [];
     if (q.state !== undefined && !['pending', 'delivered', 'failed'].includes(q.state)) {

@@ -282,8 +282,56 @@ export const configSchema = z
          * then drop this and reload again).
          */
         previousTokenHash: tokenHash.nullable().default(null),
+        /**
+         * Named admin tokens with a role (src/auth/admin-roles.ts): `admin` everything, `finance`
+         * budgets, ledger, reconciliation and audit, `viewer` read-only. The name is the actor in
+         * the audit trail. `cpgw token new --admin --name NAME --role ROLE` prints an entry.
+         */
+        tokens: z
+          .array(
+            z
+              .object({
+                name: z
+                  .string()
+                  .regex(
+                    /^[a-z][a-z0-9_-]{0,62}$/,
+                    'must be lowercase letters, digits, "-" or "_", starting with a letter',
+                  ),
+                role: z.enum(['admin', 'finance', 'viewer']),
+                tokenHash,
+              })
+              .strict(),
+          )
+          .default([]),
       })
       .strict()
+      .superRefine((admin, ctx) => {
+        // The older tokenHash is the token named "admin"; names and hashes must each be unique.
+        const names = new Map<string, number>();
+        const hashes = new Set([admin.tokenHash, admin.previousTokenHash].filter((h) => h !== null));
+        admin.tokens.forEach((t, i) => {
+          if (t.name === 'admin' && admin.tokenHash !== null)
+            ctx.addIssue({
+              code: 'custom',
+              path: ['tokens', i, 'name'],
+              message: 'the name "admin" is admin.tokenHash\'s; pick another name',
+            });
+          if (names.has(t.name))
+            ctx.addIssue({
+              code: 'custom',
+              path: ['tokens', i, 'name'],
+              message: `duplicate admin token name (also admin.tokens.${names.get(t.name)})`,
+            });
+          else names.set(t.name, i);
+          if (hashes.has(t.tokenHash))
+            ctx.addIssue({
+              code: 'custom',
+              path: ['tokens', i, 'tokenHash'],
+              message: 'the same token is listed twice',
+            });
+          hashes.add(t.tokenHash);
+        });
+      })
       .prefault({}),
     apps: z.array(appSchema).default([]),
   })

@@ -3,7 +3,14 @@
 // value, not an exception), and the budgets' status. Holding and settling are the money role's
 // atomic steps (ChargeBook: openCharge before the call, recordCharge after it); budget maths
 // lives here once.
+//
+// Which limit applies (issue 29): a budget finance set through the admin API (source "admin", in
+// the FinanceStore, copied on each replica by BudgetOverrides) wins over the YAML `budgets:`
+// (source "config") until it is DELETEd; finance acts without a deploy. refresh() brings that
+// copy up to date (a settings-version read memoized for a moment) and runs before every hold.
 import type { Clock } from '../clock.ts';
+import type { BudgetOverrides } from '../finance/budget-overrides.ts';
+import { GLOBAL_SCOPE } from '../finance/finance-store.ts';
 import type { BudgetCounterSpec, BudgetStore, CounterState, ReserveResult } from '../store/store.ts';
 import { budgetCounterKey, PERIODS, type Period, periodId, periodTtlMs } from './budget-periods.ts';
 
@@ -23,6 +30,20 @@ export interface BudgetGuardOptions {
   apps: ReadonlyMap<string, BudgetLimits>;
   /** Told of every refusal and every settled charge (metrics, soft-limit notices); must not throw. */
   observer?: BudgetObserver;
+  /** Budgets finance set at run time; they win over `global` / `apps` while they exist. */
+  overrides?: BudgetOverrides;
+}
+
+/** A budget's limit in force and where it comes from. */
+export interface ResolvedBudget {
+  limitMinor: number | null;
+  softMinor: number | null;
+  source: 'config' | 'admin';
+  /** 0 while nothing was ever set through the admin API. */
+  version: number;
+  updatedBy: string | null;
+  updatedAt: number | null;
+  reason: string | null;
 }
 
 export interface BudgetObserver {
@@ -50,6 +71,12 @@ export interface BudgetStatus {
   spentMinor: number;
   reservedMinor: number;
   remainingMinor: number | null;
+  source: 'config' | 'admin';
+  version: number;
+  updatedBy: string | null;
+  /** ISO time of the last admin change, or null. */
+  updatedAt: string | null;
+  reason: string | null;
 }
 
 interface CounterRef {
@@ -58,48 +85,77 @@ interface CounterRef {
   period: Period;
   periodId: string;
   softMinor: number | null;
+  resolved: ResolvedBudget;
 }
 
 export class BudgetGuard {
   constructor(private readonly options: BudgetGuardOptions) {}
+
+  /** The YAML value of a budget (`scope`: an app's name or GLOBAL_SCOPE). */
+  baseline(scope: string, period: Period): BudgetLimit | undefined {
+    return scope === GLOBAL_SCOPE ? this.options.global[period] : this.options.apps.get(scope)?.[period];
+  }
+
+  /** The limit in force for a budget: the admin override while one exists, else the config's. */
+  resolve(scope: string, period: Period): ResolvedBudget {
+    const stored = this.options.overrides?.get(scope, period);
+    const meta = {
+      version: stored?.version ?? 0,
+      updatedBy: stored?.updatedBy ?? null,
+      updatedAt: stored?.updatedAt ?? null,
+      reason: stored?.reason ?? null,
+    };
+    if (stored?.source === 'admin')
+      return { limitMinor: stored.limitMinor, softMinor: stored.softMinor, source: 'admin', ...meta };
+    const base = this.baseline(scope, period);
+    return {
+      limitMinor: base?.limitMinor ?? null,
+      softMinor: base?.softMinor ?? null,
+      source: 'config',
+      ...meta,
+    };
+  }
+
+  /** Brings the admin overrides up to date (memoized; never throws). Awaited before each hold. */
+  refresh(): Promise<void> {
+    return this.options.overrides?.fresh() ?? Promise.resolve();
+  }
 
   private counters(app: string): CounterRef[] {
     const now = this.options.clock.now();
     const refs: CounterRef[] = [];
     for (const period of PERIODS) {
       const id = periodId(period, now, this.options.timeZone);
-      const appLimit = this.options.apps.get(app)?.[period];
-      const globalLimit = this.options.global[period];
-      refs.push({
-        scope: 'app',
-        period,
-        periodId: id,
-        softMinor: appLimit?.softMinor ?? null,
-        spec: {
-          key: budgetCounterKey({ app }, period, id),
-          limitMinor: appLimit?.limitMinor ?? null,
-          ttlMs: periodTtlMs(period),
-        },
-      });
-      refs.push({
-        scope: 'global',
-        period,
-        periodId: id,
-        softMinor: globalLimit?.softMinor ?? null,
-        spec: {
-          key: budgetCounterKey('global', period, id),
-          limitMinor: globalLimit?.limitMinor ?? null,
-          ttlMs: periodTtlMs(period),
-        },
-      });
+      for (const scope of ['app', 'global'] as const) {
+        const resolved = this.resolve(scope === 'app' ? app : GLOBAL_SCOPE, period);
+        refs.push({
+          scope,
+          period,
+          periodId: id,
+          softMinor: resolved.softMinor,
+          resolved,
+          spec: {
+            key: budgetCounterKey(scope === 'app' ? { app } : 'global', period, id),
+            limitMinor: resolved.limitMinor,
+            ttlMs: periodTtlMs(period),
+          },
+        });
+      }
     }
     return refs;
   }
 
   /** True when any cap applies to this app (then unknown prices fall back to the last known). */
   hasCaps(app: string): boolean {
-    return (
-      Object.keys(this.options.global).length > 0 || Object.keys(this.options.apps.get(app) ?? {}).length > 0
+    return PERIODS.some(
+      (p) => this.resolve(app, p).limitMinor !== null || this.resolve(GLOBAL_SCOPE, p).limitMinor !== null,
+    );
+  }
+
+  /** True when a soft threshold applies to this app or globally (soft-limit notices). */
+  hasSoft(app: string): boolean {
+    return PERIODS.some(
+      (p) => this.resolve(app, p).softMinor !== null || this.resolve(GLOBAL_SCOPE, p).softMinor !== null,
     );
   }
 
@@ -137,6 +193,7 @@ export class BudgetGuard {
 
   /** Budgets of one app (and the global ones) for the current periods. */
   async status(app: string): Promise<BudgetStatus[]> {
+    await this.refresh();
     const refs = this.counters(app);
     const states = await this.options.store.readCounters(refs.map((r) => r.spec.key));
     return refs.map((ref, i) => toStatus(ref, states[i]!));
@@ -163,5 +220,10 @@ function toStatus(ref: CounterRef, state: CounterState): BudgetStatus {
     spentMinor: state.spentMinor,
     reservedMinor: state.reservedMinor,
     remainingMinor: limit === null ? null : Math.max(0, limit - state.spentMinor - state.reservedMinor),
+    source: ref.resolved.source,
+    version: ref.resolved.version,
+    updatedBy: ref.resolved.updatedBy,
+    updatedAt: ref.resolved.updatedAt === null ? null : new Date(ref.resolved.updatedAt).toISOString(),
+    reason: ref.resolved.reason,
   };
 }

@@ -114,10 +114,15 @@ export class SharedGauges {
       const labels = { app, period: s.period };
       m.budgetSpent.set(labels, s.spentMinor);
       m.budgetReserved.set(labels, s.reservedMinor);
+      // A cap finance removed (limit null) drops its series instead of showing the old cap.
       if (s.limitMinor !== null) m.budgetLimit.set(labels, s.limitMinor);
+      else m.budgetLimit.remove(labels);
       if (s.softMinor !== null) {
         m.budgetSoft.set(labels, s.softMinor);
         m.budgetSoftExceeded.set(labels, s.spentMinor >= s.softMinor ? 1 : 0);
+      } else {
+        m.budgetSoft.remove(labels);
+        m.budgetSoftExceeded.remove(labels);
       }
     }
     for (const c of state.classes) {

@@ -12,8 +12,12 @@ const refusals: Json = {
     description: 'The admin token is not accepted',
     content: { 'application/json': { schema: envelope } },
   },
+  '403': {
+    description: 'feature_unavailable: the token\'s role lacks this right (README "Admin roles")',
+    content: { 'application/json': { schema: envelope } },
+  },
   '404': {
-    description: 'The admin API is disabled (no admin.tokenHash)',
+    description: 'The admin API is disabled (no admin.tokens and no admin.tokenHash)',
     content: { 'application/json': { schema: envelope } },
   },
 };
@@ -24,6 +28,30 @@ const ok = (description: string, schema: Json = { type: 'object', additionalProp
 const invalid: Json = {
   '422': {
     description: 'A parameter failed validation',
+    content: { 'application/json': { schema: envelope } },
+  },
+};
+
+const budgetParams: Json[] = [
+  {
+    name: 'app',
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+    description: 'An app name, or _global',
+  },
+  { name: 'period', in: 'path', required: true, schema: { type: 'string', enum: ['day', 'month'] } },
+  {
+    name: 'If-Match',
+    in: 'header',
+    required: false,
+    schema: { type: 'string' },
+    description: 'The version the change was made from',
+  },
+];
+const budgetRefusals: Json = {
+  '412': {
+    description: 'precondition_failed: If-Match is stale; details.current is the budget now',
     content: { 'application/json': { schema: envelope } },
   },
 };
@@ -92,7 +120,89 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
     },
   },
   '/admin/budgets': {
-    get: { summary: "Every app's and the global budgets, current periods", responses: ok('Budgets') },
+    get: {
+      summary:
+        "Every app's and the global budgets, current periods: limit, soft, spent, reserved, remaining, source, version, updatedBy, updatedAt",
+      responses: ok('Budgets'),
+    },
+  },
+  '/admin/budgets/{app}/{period}': {
+    put: {
+      summary: 'Sets a budget (wins over the config until DELETEd); every replica applies it within 1 s',
+      parameters: budgetParams,
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['limit_minor', 'reason'],
+              additionalProperties: false,
+              properties: {
+                limit_minor: { type: 'integer', minimum: 0, nullable: true },
+                soft_minor: { type: 'integer', minimum: 0, nullable: true },
+                reason: { type: 'string', minLength: 1, maxLength: 500 },
+              },
+            },
+          },
+        },
+      },
+      responses: { ...ok('The budget as it is now; ETag: its version'), ...invalid, ...budgetRefusals },
+    },
+    delete: {
+      summary: 'Returns a budget to its config value (reason in the body or X-Audit-Reason)',
+      parameters: budgetParams,
+      requestBody: {
+        required: false,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              properties: { reason: { type: 'string', minLength: 1, maxLength: 500 } },
+            },
+          },
+        },
+      },
+      responses: { ...ok('The budget as it is now; ETag: its version'), ...invalid, ...budgetRefusals },
+    },
+  },
+  '/admin/audit': {
+    get: {
+      summary: 'The audit trail of admin mutations (kept 400 days), oldest first, paged by cursor',
+      parameters: [
+        { name: 'from', in: 'query', schema: { type: 'string' }, description: 'ISO time or epoch ms' },
+        {
+          name: 'to',
+          in: 'query',
+          schema: { type: 'string' },
+          description: 'ISO time or epoch ms (exclusive)',
+        },
+        { name: 'actor', in: 'query', schema: { type: 'string' } },
+        { name: 'action', in: 'query', schema: { type: 'string' } },
+        { name: 'format', in: 'query', schema: { type: 'string', enum: ['json', 'csv'] } },
+        {
+          name: 'cursor',
+          in: 'query',
+          schema: { type: 'string' },
+          description: 'next_cursor of the previous page (CSV: the X-Next-Cursor header)',
+        },
+        { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+      ],
+      responses: {
+        ...ok('Entries', {
+          type: 'object',
+          required: ['count', 'entries', 'next_cursor'],
+          properties: {
+            from: { type: 'string' },
+            to: { type: 'string' },
+            count: { type: 'integer' },
+            entries: { type: 'array', items: { type: 'object', additionalProperties: true } },
+            next_cursor: { type: 'string', nullable: true },
+          },
+        }),
+        ...invalid,
+      },
+    },
   },
   '/admin/windows': { get: { summary: 'Companies with an open window', responses: ok('Windows') } },
   '/admin/cache/{inn}': {

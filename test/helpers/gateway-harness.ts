@@ -14,6 +14,8 @@ import {
   type WebhookSecrets,
 } from '../../src/config/schema.ts';
 import { createEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/emulator-server.ts';
+import type { FinanceStore } from '../../src/finance/finance-store.ts';
+import { RedisFinanceStore } from '../../src/finance/redis-finance-store.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildServer } from '../../src/server.ts';
 import { createStore } from '../../src/store/create-store.ts';
@@ -53,6 +55,8 @@ export interface Harness {
   gateway: GatewayInstance;
   tokens: Record<string, string>;
   adminToken: string;
+  /** The named admin tokens of HarnessOptions.adminTokens, by name. */
+  adminTokens: Record<string, string>;
   logs: string[];
   config: GatewayConfig;
   /** Starts another gateway replica with the same config (share a Redis store to share state). */
@@ -117,6 +121,10 @@ export interface HarnessOptions {
   clockOffsetMs?: number;
   /** What CPGW_UPSTREAM_WEBHOOK_SECRETS / CPGW_WEBHOOK_SECRET_<APP> would give. */
   webhookSecrets?: WebhookSecrets;
+  /** A finance store factory for the gateway(s) (budget overrides, audit); default: one in memory each. */
+  finance?: () => FinanceStore;
+  /** Named admin tokens (admin.tokens) made fresh for this harness, beside the admin token. */
+  adminTokens?: Array<{ name: string; role: 'admin' | 'finance' | 'viewer' }>;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -141,6 +149,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     };
   });
   const adminToken = newToken();
+  const adminTokens: Record<string, string> = {};
+  const namedAdmins = (options.adminTokens ?? []).map(({ name, role }) => {
+    adminTokens[name] = newToken();
+    return { name, role, tokenHash: tokenHash(adminTokens[name]!) };
+  });
   const config = configSchema.parse({
     // Pacing off (burst = limit): tests send bursts and should not wait for the spread-out
     // starts that production defaults use; the window limits themselves stay the spec's.
@@ -155,7 +168,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     // here unless a test asks for the store's (money-clock tests do).
     cost: { moneyClock: 'local', ...(options.config?.cost as object) },
     upstream: { url: emulator.url, ...(options.config?.upstream as object) },
-    admin: { tokenHash: tokenHash(adminToken) },
+    admin: { tokenHash: tokenHash(adminToken), tokens: namedAdmins },
     apps,
   });
   const logs: string[] = [];
@@ -177,6 +190,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     const store =
       shared ?? options.store?.(clock) ?? createStore({ clock, cacheMaxBytes: config.store.cacheMaxBytes });
     const upstream = new UpstreamClient({ url: emulator.url, apiKey: UPSTREAM_KEY, connections: 16 });
+    const finance = options.finance?.();
     const server = await buildServer({
       config,
       upstream,
@@ -184,6 +198,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       clock,
       logger,
       webhookSecrets: options.webhookSecrets,
+      ...(finance ? { finance } : {}),
     });
     await server.listen({ host: '127.0.0.1', port: 0 });
     const address = server.server.address() as { port: number };
@@ -199,6 +214,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         await server.close();
         clearTimeout(grace);
         await upstream.close();
+        await finance?.close();
         if (!shared) await store.close();
       },
     };
@@ -225,6 +241,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     gateway,
     tokens,
     adminToken,
+    adminTokens,
     logs,
     config,
     addGateway,
@@ -301,7 +318,9 @@ export async function startRedisReplicas(
     stores.push(store);
     return store;
   };
-  const h = await startHarness({ ...options, store: make });
+  // Replicas on one Redis share budget overrides and the audit trail too (as main.ts sets up).
+  const finance = () => new RedisFinanceStore({ target: { url: redis.url }, prefix });
+  const h = await startHarness({ ...options, store: make, finance });
   const second = await h.addGateway(make(h.gateway.clock));
   return {
     h,

@@ -27,9 +27,11 @@ describe('GET /admin/openapi.json', () => {
   });
 
   it('describes every /admin route the server registers, and only those', async () => {
-    const source = readFileSync(join(import.meta.dirname, '../../src/admin/admin-routes.ts'), 'utf8');
+    const source = ['../../src/admin/admin-routes.ts', '../../src/finance/budget-routes.ts']
+      .map((file) => readFileSync(join(import.meta.dirname, file), 'utf8'))
+      .join('\n');
     const registered = [...source.matchAll(/app\.(get|post|delete|put)\('(\/admin\/[^']+)'/g)]
-      .map(([, method, path]) => `${method} ${path!.replace(/:(\w+)/g, '{$1}')}`)
+      .map(([, method, path]) => `${method} ${path!.replace(/:(\w+)/g, '{$1}').replace('{scope}', '{app}')}`)
       .sort();
     const res = await fetch(`${h.gateway.url}/admin/openapi.json`, {
       headers: { authorization: `Bearer ${h.adminToken}` },

@@ -17,6 +17,8 @@ import type { StageFactory } from '../stage.ts';
 export const budget: StageFactory = (deps) => async (ctx, next) => {
   if (ctx.shape === null || ctx.app === null || ctx.idempotencyKey === undefined) return next();
   const app = ctx.app.name;
+  // Caps finance changed on another replica apply here too (BudgetGuard.refresh: memoized).
+  await deps.budgets.refresh();
   const capped = deps.budgets.hasCaps(app);
   const shape = ctx.shape;
   const estimateNow = () =>
