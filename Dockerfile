@@ -32,6 +32,6 @@ VOLUME ["/var/lib/cpgw"]
 EXPOSE 8080
 USER node
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.CPGW_PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.CPGW_PORT||8080)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
 CMD ["node", "bin/cpgw.js", "start"]

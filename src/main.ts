@@ -10,7 +10,7 @@ import { ConfigError, loadConfig } from './config/load.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { createEmulator } from './emulator/emulator-server.ts';
 import { createLogger } from './logger.ts';
-import { buildServer, type ReloadResult, reloadGateway } from './server.ts';
+import { buildServer, drainGateway, type ReloadResult, reloadGateway } from './server.ts';
 import { createStore } from './store/create-store.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 
@@ -127,6 +127,11 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   let closing: Promise<void> | null = null;
   const close = () => {
     closing ??= (async () => {
+      // The drain: /readyz says 503 at once while requests are still served for drainDelayMs,
+      // so a load balancer stops sending new ones before the listener closes.
+      drainGateway(server);
+      if (config.server.drainDelayMs > 0)
+        await new Promise((resolve) => setTimeout(resolve, config.server.drainDelayMs));
       const grace = setTimeout(() => server.server.closeAllConnections(), config.server.shutdownGraceMs);
       grace.unref();
       await server.close();

@@ -37,7 +37,7 @@ import { UNKNOWN_APP } from './metrics/metric-catalogue.ts';
 import { SharedGauges } from './metrics/shared-gauges.ts';
 import { SoftLimitNotices } from './metrics/soft-limit-notices.ts';
 import { registerHealthRoutes } from './ops/health-routes.ts';
-import { registerMetricsRoutes } from './ops/metrics-routes.ts';
+import { metricsListenerHealth, registerMetricsRoutes } from './ops/metrics-routes.ts';
 import { requestLogLine } from './ops/request-log.ts';
 import type { RequestContext } from './pipeline/context.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
@@ -74,6 +74,15 @@ export interface ReloadResult {
 }
 
 const reloaders = new WeakMap<FastifyInstance, () => ReloadResult>();
+const drainers = new WeakMap<FastifyInstance, () => void>();
+
+/**
+ * Starts a drain (SIGTERM, before close()): /readyz answers 503 from now on and every answer
+ * carries Connection: close, while requests are still served (server.drainDelayMs in main.ts).
+ */
+export function drainGateway(app: FastifyInstance): void {
+  drainers.get(app)?.();
+}
 
 /**
  * Reloads a gateway built by buildServer: re-reads the config, validates and builds everything
@@ -146,6 +155,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // flight) tells the client to drop the connection, so close() is not held up by
   // keep-alive sockets that were busy when it started.
   let closing = false;
+  drainers.set(app, () => {
+    closing = true;
+  });
   let idleSweep: ReturnType<typeof setInterval> | null = null;
   app.addHook('preClose', async () => {
     closing = true;
@@ -243,11 +255,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       ),
   );
 
-  registerHealthRoutes(
-    app,
-    { store: () => deps.store.ping(), upstream: () => deps.upstream.probe(2_000) },
-    () => deps.clock.now(),
-  );
+  registerHealthRoutes(app, {
+    probes: { store: () => deps.store.ping(), upstream: () => deps.upstream.probe(2_000) },
+    now: () => deps.clock.now(),
+    draining: () => closing,
+    extra: () => metricsListenerHealth(app),
+  });
 
   const pipelineDeps = buildPipelineDeps(deps, metrics);
   registerMetricsRoutes(app, {
@@ -272,8 +285,14 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       minIntervalMs: config.metrics.sharedReadMinIntervalMs,
       windowsScanLimit: config.metrics.windowsScanLimit,
     }),
-    port: config.metrics.port,
-    host: config.metrics.host,
+    config,
+    live: () => live.deps.config,
+    now: () => deps.clock.now(),
+    onListenError: (err) =>
+      deps.logger.error(
+        { err: err.message, host: config.metrics.host, port: config.metrics.port },
+        'metrics listener could not start; /metrics is not served there (apps are served as usual)',
+      ),
   });
   const webhookSecrets = deps.webhookSecrets ?? { upstream: [], apps: {} };
   const checkEvents = createCheckEvents(pipelineDeps, webhookSecrets, randomUUID());

@@ -149,6 +149,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       check: { burst: 2 },
     },
     ...options.config,
+    // Tests read /metrics on the main port, fresh after each call, and run many gateways at
+    // once (no shared metrics listener port); test/integration/metrics-door.test.ts covers the
+    // production defaults.
+    metrics: { port: null, onMainPort: true, renderCacheMs: 0, ...(options.config?.metrics as object) },
     upstream: { url: emulator.url, ...(options.config?.upstream as object) },
     admin: { tokenHash: tokenHash(adminToken) },
     apps,
