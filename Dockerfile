@@ -25,6 +25,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 COPY bin/cpgw.js bin/dist-state.js ./bin/
 COPY --from=build /build/dist ./dist
 COPY config ./config
+COPY LICENSE ./
 # The gateway's own state (a local outbox): the one place it may write.
 ENV CPGW_STATE_DIR=/var/lib/cpgw CPGW_HOST=0.0.0.0 CPGW_PORT=8080
 RUN mkdir -p /var/lib/cpgw && chown node:node /var/lib/cpgw
