@@ -33,12 +33,15 @@ ${CONFIG_NOTE}`;
 
 const TOKEN_USAGE = `usage: cpgw token new --app NAME [--scopes a,b]
        cpgw token new --admin
+       cpgw token new --metrics
 
 Print a fresh token (shown only this once) and the config lines holding its SHA-256 hash.
   --app NAME     lowercase letters, digits, "-" or "_" (starts with a letter); "admin" is
                  the admin API's token, the same as --admin
   --scopes a,b   default read:companies,read:checks; known: ${SCOPES.join(', ')}
-  --admin        the admin API's token (admin.tokenHash, or CPGW_ADMIN_TOKEN_HASH)`;
+  --admin        the admin API's token (admin.tokenHash, or CPGW_ADMIN_TOKEN_HASH)
+  --metrics      a scrape token for GET /metrics on the main port (metrics.tokenHash, or
+                 CPGW_METRICS_TOKEN_HASH); the metrics listener needs none`;
 
 const CHECK_CONFIG_USAGE = `usage: cpgw check-config [--config FILE]...
 
@@ -166,8 +169,20 @@ function token(args: string[]): Promise<number> | number {
     app: { type: 'string' },
     scopes: { type: 'string' },
     admin: { type: 'boolean' },
+    metrics: { type: 'boolean' },
   });
   if (values.help) return help('token');
+  if (values.metrics) {
+    if (values.scopes || values.app || values.admin)
+      throw new CliError('--metrics takes no --app, --admin or --scopes');
+    const value = newToken();
+    const hash = tokenHash(value);
+    console.log(`metrics scrape token (for Prometheus; it is shown only this once):\n  ${value}\n`);
+    console.log('config (the metrics: section):');
+    console.log(`  metrics:\n    tokenHash: "${hash}"\n`);
+    console.log(`or in the environment:\n  CPGW_METRICS_TOKEN_HASH=${hash}`);
+    return 0;
+  }
   if (values.admin || values.app === 'admin') {
     if (values.scopes) throw new CliError('--scopes does not apply to the admin token');
     const value = newToken();
