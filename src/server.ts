@@ -387,6 +387,9 @@ function reconfigured(
   return { ...prev, config: next, budgets, charges: base.chargesFor(budgets) };
 }
 
+/** Settings of those sections that each request reads from the live config (the /metrics door). */
+const APPLIED_LIVE = new Set(['metrics.onMainPort', 'metrics.tokenHash']);
+
 /** Settings a reload does not apply (listener, store, upstream, money timing): named so the operator restarts. */
 function restartNeeded(running: GatewayConfig, next: GatewayConfig): string[] {
   const sections = ['server', 'upstream', 'store', 'log', 'cost', 'metrics', 'notices'] as const;
@@ -395,7 +398,8 @@ function restartNeeded(running: GatewayConfig, next: GatewayConfig): string[] {
     const a = running[section] as Record<string, unknown>;
     const b = next[section] as Record<string, unknown>;
     for (const key of new Set([...Object.keys(a), ...Object.keys(b)]))
-      if (JSON.stringify(a[key]) !== JSON.stringify(b[key])) out.push(`${section}.${key}`);
+      if (JSON.stringify(a[key]) !== JSON.stringify(b[key]) && !APPLIED_LIVE.has(`${section}.${key}`))
+        out.push(`${section}.${key}`);
   }
   if (next.limits.expectedReplicas !== running.limits.expectedReplicas) out.push('limits.expectedReplicas');
   return out;

@@ -8,8 +8,11 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
 import { configSchema } from '../../src/config/schema.ts';
+import { createLogger } from '../../src/logger.ts';
 import { GatewayMetrics } from '../../src/metrics/gateway-metrics.ts';
-import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
+import { buildServer, reloadGateway } from '../../src/server.ts';
+import { UpstreamClient } from '../../src/upstream/upstream-client.ts';
+import { type Harness, startHarness, UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
 
 const promtool = spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0;
 if (!promtool) {
@@ -94,6 +97,41 @@ describe('the door', () => {
       expect(open.gateway.server.metricsPort).toBeNull();
     } finally {
       await open.close();
+    }
+  });
+});
+
+describe('a reload', () => {
+  it('applies a new metrics token and onMainPort at once (no restart named)', async () => {
+    const rotated = newToken();
+    let next = { ...h.config, metrics: { ...h.config.metrics, tokenHash: tokenHash(rotated) } };
+    const upstream = new UpstreamClient({ url: h.emulator.url, apiKey: UPSTREAM_KEY, connections: 2 });
+    const server = await buildServer({
+      config: h.config,
+      upstream,
+      store: h.gateway.store,
+      clock: h.gateway.clock,
+      logger: createLogger('silent'),
+      loadConfig: () => next,
+    });
+    await server.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const url = `http://127.0.0.1:${(server.server.address() as { port: number }).port}/metrics`;
+      const as = (token: string) => fetch(url, { headers: { authorization: `Bearer ${token}` } });
+      expect((await as(metricsToken)).status).toBe(200);
+      expect((await as(rotated)).status).toBe(401);
+      expect(reloadGateway(server).restartNeeded).toEqual([]);
+      expect((await as(metricsToken)).status).toBe(401);
+      expect((await as(rotated)).status).toBe(200);
+      next = { ...next, metrics: { ...next.metrics, onMainPort: true } };
+      expect(reloadGateway(server).restartNeeded).toEqual([]);
+      expect((await fetch(url)).status).toBe(200);
+      next = { ...next, metrics: { ...next.metrics, renderCacheMs: 5_000 } };
+      expect(reloadGateway(server).restartNeeded).toEqual(['metrics.renderCacheMs']);
+    } finally {
+      server.server.closeAllConnections();
+      await server.close();
+      await upstream.close();
     }
   });
 });
