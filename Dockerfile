@@ -31,6 +31,8 @@ ENV CPGW_STATE_DIR=/var/lib/cpgw CPGW_HOST=0.0.0.0 CPGW_PORT=8080
 RUN mkdir -p /var/lib/cpgw && chown node:node /var/lib/cpgw
 VOLUME ["/var/lib/cpgw"]
 EXPOSE 8080
+# The metrics listener (GET /metrics only); set CPGW_METRICS_HOST=0.0.0.0 to reach it from outside.
+EXPOSE 9464
 USER node
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.CPGW_PORT||8080)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

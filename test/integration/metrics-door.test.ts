@@ -101,6 +101,26 @@ describe('the door', () => {
   });
 });
 
+describe('a metrics listener that cannot bind', () => {
+  it('is logged and shown in /healthz; the gateway still serves apps', async () => {
+    const taken = h.gateway.server.metricsPort!;
+    const second = await startHarness({ config: { metrics: { port: taken, onMainPort: false } } });
+    try {
+      expect(second.gateway.server.metricsPort).toBeNull();
+      expect((await second.call('alpha', '/v1/companies/7707083893')).status).toBe(200);
+      const health = (await (await fetch(`${second.gateway.url}/healthz`)).json()) as Record<string, string>;
+      expect(health.status).toBe('degraded');
+      expect(health.metricsListener).toMatch(/^unavailable: .*EADDRINUSE/);
+      expect((await fetch(`${second.gateway.url}/readyz`)).status).toBe(200);
+      const line = second.logs.find((l) => l.includes('metrics listener could not start'));
+      expect(line).toBeDefined();
+      expect(JSON.parse(line!)).toMatchObject({ level: 50, port: taken, host: '127.0.0.1' });
+    } finally {
+      await second.close();
+    }
+  });
+});
+
 describe('a reload', () => {
   it('applies a new metrics token and onMainPort at once (no restart named)', async () => {
     const rotated = newToken();
