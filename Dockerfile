@@ -25,14 +25,17 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 COPY bin/cpgw.js bin/dist-state.js ./bin/
 COPY --from=build /build/dist ./dist
 COPY config ./config
+COPY LICENSE ./
 # The gateway's own state (without Redis the money database money.db; a local outbox): the one
 # place it may write.
 ENV CPGW_STATE_DIR=/var/lib/cpgw CPGW_HOST=0.0.0.0 CPGW_PORT=8080
 RUN mkdir -p /var/lib/cpgw && chown node:node /var/lib/cpgw
 VOLUME ["/var/lib/cpgw"]
 EXPOSE 8080
+# The metrics listener (GET /metrics only); set CPGW_METRICS_HOST=0.0.0.0 to reach it from outside.
+EXPOSE 9464
 USER node
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.CPGW_PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.CPGW_PORT||8080)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
 CMD ["node", "bin/cpgw.js", "start"]

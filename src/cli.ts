@@ -36,6 +36,7 @@ ${CONFIG_NOTE}`;
 
 const TOKEN_USAGE = `usage: cpgw token new --app NAME [--scopes a,b]
        cpgw token new --admin [--name NAME --role admin|finance|viewer]
+       cpgw token new --metrics
 
 Print a fresh token (shown only this once) and the config lines holding its SHA-256 hash.
   --app NAME     lowercase letters, digits, "-" or "_" (starts with a letter); "admin" is
@@ -45,7 +46,10 @@ Print a fresh token (shown only this once) and the config lines holding its SHA-
   --name NAME    with --admin: a named admin token (admin.tokens); the name is the actor in
                  the audit trail
   --role ROLE    with --name: admin (everything), finance (budgets, ledger, reconciliation,
-                 audit; no cache purge, reload or redeliver) or viewer (read-only)`;
+                 audit; no cache purge, reload or redeliver) or viewer (read-only)
+
+  --metrics      a scrape token for GET /metrics on the main port (metrics.tokenHash, or
+                 CPGW_METRICS_TOKEN_HASH); the metrics listener needs none`;
 
 const CHECK_CONFIG_USAGE = `usage: cpgw check-config [--config FILE]...
 
@@ -175,8 +179,20 @@ function token(args: string[]): Promise<number> | number {
     admin: { type: 'boolean' },
     name: { type: 'string' },
     role: { type: 'string' },
+    metrics: { type: 'boolean' },
   });
   if (values.help) return help('token');
+  if (values.metrics) {
+    if (values.scopes || values.app || values.admin)
+      throw new CliError('--metrics takes no --app, --admin or --scopes');
+    const value = newToken();
+    const hash = tokenHash(value);
+    console.log(`metrics scrape token (for Prometheus; it is shown only this once):\n  ${value}\n`);
+    console.log('config (the metrics: section):');
+    console.log(`  metrics:\n    tokenHash: "${hash}"\n`);
+    console.log(`or in the environment:\n  CPGW_METRICS_TOKEN_HASH=${hash}`);
+    return 0;
+  }
   if ((values.name !== undefined || values.role !== undefined) && !values.admin)
     throw new CliError('--name and --role are for admin tokens: add --admin');
   if (values.admin && (values.name !== undefined || values.role !== undefined)) {

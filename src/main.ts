@@ -12,7 +12,7 @@ import type { GatewayConfig } from './config/schema.ts';
 import { createEmulator } from './emulator/emulator-server.ts';
 import { createFinanceStore } from './finance/create-finance-store.ts';
 import { createLogger } from './logger.ts';
-import { buildServer, type ReloadResult, reloadGateway } from './server.ts';
+import { buildServer, drainGateway, type ReloadResult, reloadGateway } from './server.ts';
 import { createStore } from './store/create-store.ts';
 import { EmbeddedStore } from './store/sqlite/embedded-store.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
@@ -149,6 +149,11 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   let closing: Promise<void> | null = null;
   const close = () => {
     closing ??= (async () => {
+      // The drain: /readyz says 503 at once while requests are still served for drainDelayMs,
+      // so a load balancer stops sending new ones before the listener closes.
+      drainGateway(server);
+      if (config.server.drainDelayMs > 0)
+        await new Promise((resolve) => setTimeout(resolve, config.server.drainDelayMs));
       const grace = setTimeout(() => server.server.closeAllConnections(), config.server.shutdownGraceMs);
       grace.unref();
       await server.close();

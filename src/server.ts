@@ -44,7 +44,7 @@ import { UNKNOWN_APP } from './metrics/metric-catalogue.ts';
 import { SharedGauges } from './metrics/shared-gauges.ts';
 import { SoftLimitNotices } from './metrics/soft-limit-notices.ts';
 import { registerHealthRoutes } from './ops/health-routes.ts';
-import { registerMetricsRoutes } from './ops/metrics-routes.ts';
+import { metricsListenerHealth, registerMetricsRoutes } from './ops/metrics-routes.ts';
 import { requestLogLine } from './ops/request-log.ts';
 import type { RequestContext } from './pipeline/context.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
@@ -87,6 +87,15 @@ export interface ReloadResult {
 }
 
 const reloaders = new WeakMap<FastifyInstance, () => ReloadResult>();
+const drainers = new WeakMap<FastifyInstance, () => void>();
+
+/**
+ * Starts a drain (SIGTERM, before close()): /readyz answers 503 from now on and every answer
+ * carries Connection: close, while requests are still served (server.drainDelayMs in main.ts).
+ */
+export function drainGateway(app: FastifyInstance): void {
+  drainers.get(app)?.();
+}
 
 /**
  * Reloads a gateway built by buildServer: re-reads the config, validates and builds everything
@@ -171,6 +180,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // flight) tells the client to drop the connection, so close() is not held up by
   // keep-alive sockets that were busy when it started.
   let closing = false;
+  drainers.set(app, () => {
+    closing = true;
+  });
   let idleSweep: ReturnType<typeof setInterval> | null = null;
   app.addHook('preClose', async () => {
     closing = true;
@@ -268,11 +280,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       ),
   );
 
-  registerHealthRoutes(
-    app,
-    { store: () => deps.store.ping(), upstream: () => deps.upstream.probe(2_000) },
-    () => deps.clock.now(),
-  );
+  registerHealthRoutes(app, {
+    probes: { store: () => deps.store.ping(), upstream: () => deps.upstream.probe(2_000) },
+    now: () => deps.clock.now(),
+    draining: () => closing,
+    extra: () => metricsListenerHealth(app),
+  });
 
   const finance = deps.finance ?? new MemoryFinanceStore();
   if (!deps.finance && deps.store.kind === 'redis')
@@ -303,8 +316,14 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       minIntervalMs: config.metrics.sharedReadMinIntervalMs,
       windowsScanLimit: config.metrics.windowsScanLimit,
     }),
-    port: config.metrics.port,
-    host: config.metrics.host,
+    config,
+    live: () => live.deps.config,
+    now: () => deps.clock.now(),
+    onListenError: (err) =>
+      deps.logger.error(
+        { err: err.message, host: config.metrics.host, port: config.metrics.port },
+        'metrics listener could not start; /metrics is not served there (apps are served as usual)',
+      ),
   });
   const webhookSecrets = deps.webhookSecrets ?? { upstream: [], apps: {} };
   const checkEvents = createCheckEvents(pipelineDeps, webhookSecrets, randomUUID());
@@ -462,6 +481,9 @@ function reconfigured(
   return { ...prev, config: next, budgets, charges: base.chargesFor(budgets) };
 }
 
+/** Settings of those sections that each request reads from the live config (the /metrics door). */
+const APPLIED_LIVE = new Set(['metrics.onMainPort', 'metrics.tokenHash']);
+
 /** Settings a reload does not apply (listener, store, upstream, money timing): named so the operator restarts. */
 function restartNeeded(running: GatewayConfig, next: GatewayConfig): string[] {
   const sections = ['server', 'upstream', 'store', 'log', 'cost', 'metrics', 'notices'] as const;
@@ -470,7 +492,8 @@ function restartNeeded(running: GatewayConfig, next: GatewayConfig): string[] {
     const a = running[section] as Record<string, unknown>;
     const b = next[section] as Record<string, unknown>;
     for (const key of new Set([...Object.keys(a), ...Object.keys(b)]))
-      if (JSON.stringify(a[key]) !== JSON.stringify(b[key])) out.push(`${section}.${key}`);
+      if (JSON.stringify(a[key]) !== JSON.stringify(b[key]) && !APPLIED_LIVE.has(`${section}.${key}`))
+        out.push(`${section}.${key}`);
   }
   if (next.limits.expectedReplicas !== running.limits.expectedReplicas) out.push('limits.expectedReplicas');
   return out;

@@ -111,6 +111,11 @@ export const configSchema = z
         bodyLimitBytes: z.number().int().min(1024).max(10_485_760).default(65_536),
         /** After SIGTERM: how long in-flight requests may take before connections are cut. */
         shutdownGraceMs: z.number().int().min(0).max(300_000).default(30_000),
+        /**
+         * After SIGTERM: how long the gateway keeps serving with /readyz at 503 before it stops
+         * listening (time for a load balancer to take it out of rotation; 5 s in Kubernetes).
+         */
+        drainDelayMs: z.number().int().min(0).max(120_000).default(0),
         trustProxy: z.boolean().default(false),
         /** The whole request (headers and body) must arrive within this; a slow sender is cut off. */
         requestTimeoutMs: z.number().int().min(1_000).max(600_000).default(30_000),
@@ -222,9 +227,18 @@ export const configSchema = z
     /** Prometheus exposition (README "Observability"). */
     metrics: z
       .object({
-        /** A second listener serving only GET /metrics (null: only the main port serves it). */
-        port: z.number().int().min(0).max(65535).nullable().default(null),
+        /**
+         * The metrics listener: serves only GET /metrics, to whoever reaches it (keep it on an
+         * internal interface). null: none (then only the main port can serve it, see below).
+         */
+        port: z.number().int().min(0).max(65535).nullable().default(9464),
         host: z.string().default('127.0.0.1'),
+        /** Serve GET /metrics on the main port to anyone (false: only with the metrics or admin token). */
+        onMainPort: z.boolean().default(false),
+        /** A scrape token for GET /metrics on the main port (cpgw token new --metrics prints one). */
+        tokenHash: tokenHash.nullable().default(null),
+        /** Scrapes within this of a render get that render (a flood costs one render per interval). */
+        renderCacheMs: z.number().int().min(0).max(60_000).default(1_000),
         /** Default process metrics (CPU, memory, event loop, GC). */
         processMetrics: z.boolean().default(true),
         /** A scrape waits at most this long for shared state (budgets, limits, windows). */
@@ -378,6 +392,9 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'CPGW_PRICES_REFRESH_SECONDS', path: ['cost', 'pricesRefreshSeconds'], type: 'int' },
   { env: 'CPGW_METRICS_PORT', path: ['metrics', 'port'], type: 'int' },
   { env: 'CPGW_METRICS_HOST', path: ['metrics', 'host'], type: 'string' },
+  { env: 'CPGW_METRICS_ON_MAIN_PORT', path: ['metrics', 'onMainPort'], type: 'bool' },
+  { env: 'CPGW_METRICS_TOKEN_HASH', path: ['metrics', 'tokenHash'], type: 'string' },
+  { env: 'CPGW_DRAIN_DELAY_MS', path: ['server', 'drainDelayMs'], type: 'int' },
   { env: 'CPGW_NOTICE_URL', path: ['notices', 'url'], type: 'string' },
   { env: 'CPGW_ADMIN_TOKEN_HASH', path: ['admin', 'tokenHash'], type: 'string' },
   { env: 'CPGW_ADMIN_PREVIOUS_TOKEN_HASH', path: ['admin', 'previousTokenHash'], type: 'string' },

@@ -111,6 +111,13 @@ export function addBucketed(
   });
 }
 
+/** prom-client default gauges whose names end in _total (sums of their by-type siblings). */
+const NOT_COUNTERS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly m: Instruments;
@@ -142,7 +149,12 @@ export class GatewayMetrics {
             : new Histogram({ ...base, buckets: [...(spec.buckets ?? [])] });
     }
     this.m = made as Instruments;
-    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    if (options.defaultMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry });
+      // Gauges named like counters, which `promtool check metrics` refuses; each is the sum of
+      // the same name without _total (by type), which stays.
+      for (const name of NOT_COUNTERS) this.registry.removeSingleMetric(name);
+    }
     this.zero();
   }
 

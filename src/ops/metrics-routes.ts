@@ -1,35 +1,118 @@
-// GET /metrics (Prometheus text format) on the main port, and optionally on a listener of its
-// own (metrics.port) so scrapes can stay on an internal interface. Each scrape first brings the
-// shared gauges up to date (bounded by metrics.sharedReadTimeoutMs), then renders the registry.
-// Unauthenticated, like /healthz: it carries app names and sums, never an INN, token or id.
+// GET /metrics (Prometheus text format) behind its own door (README "Observability"):
+//   - the metrics listener (metrics.host:metrics.port, 127.0.0.1:9464 by default) serves it to
+//     whoever reaches that address, and nothing else;
+//   - the main port serves it only when metrics.onMainPort is true, or to a scraper presenting
+//     the metrics token (metrics.tokenHash) or the admin token; anyone else gets a cheap 401 in
+//     the upstream's envelope, so a flood of scrapes costs the apps' port nothing;
+//   - a render is shared by every scrape within metrics.renderCacheMs (1 s by default) and by
+//     every scrape that arrives while it runs, so a flood costs at most one render per interval.
+// Each render first brings the shared gauges up to date (bounded by metrics.sharedReadTimeoutMs).
+// It carries app names and sums, never an INN, token or id. A metrics listener that cannot bind
+// is logged and shown in /healthz; it never stops the gateway from serving apps.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import { bearerToken, matchToken } from '../auth/tokens.ts';
+import type { GatewayConfig } from '../config/schema.ts';
+import { errorEnvelope } from '../errors.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
 import type { SharedGauges } from '../metrics/shared-gauges.ts';
 
 export interface MetricsRouteOptions {
   metrics: GatewayMetrics;
   shared: SharedGauges;
-  /** A separate listener for /metrics (null: main port only). */
-  port: number | null;
-  host: string;
+  /** The configuration at start (listener, render cache). */
+  config: GatewayConfig;
+  /** The running configuration (a reload may change the tokens); called per request. */
+  live: () => GatewayConfig;
+  now: () => number;
+  onListenError: (err: Error) => void;
+}
+
+interface Door {
+  /** The listener's state for /healthz: "ok", "off" or the reason it is not listening. */
+  state: string;
+}
+const doors = new WeakMap<FastifyInstance, Door>();
+
+/** The metrics listener's line in /healthz (none when it is off). */
+export function metricsListenerHealth(app: FastifyInstance): Record<string, string> {
+  const door = doors.get(app);
+  return !door || door.state === 'off' ? {} : { metricsListener: door.state };
+}
+
+/**
+ * One render shared by every caller within `cacheMs` of it (by `now`), and by every caller
+ * arriving while it runs.
+ */
+export function cachedRender(
+  render: () => Promise<string>,
+  cacheMs: number,
+  now: () => number,
+): () => Promise<string> {
+  let last: { at: number; text: string } | null = null;
+  let running: Promise<string> | null = null;
+  return () => {
+    if (last && now() - last.at < cacheMs) return Promise.resolve(last.text);
+    running ??= render()
+      .then((text) => {
+        last = { at: now(), text };
+        return text;
+      })
+      .finally(() => {
+        running = null;
+      });
+    return running;
+  };
 }
 
 export function registerMetricsRoutes(app: FastifyInstance, o: MetricsRouteOptions): void {
-  const scrape = async (): Promise<string> => {
-    await o.shared.refresh();
-    return o.metrics.render();
-  };
-  app.decorate('metricsPort', null);
-  app.get('/metrics', async (_request, reply) =>
-    reply.header('content-type', o.metrics.contentType).send(await scrape()),
+  const initial = o.config.metrics;
+  const scrape = cachedRender(
+    async () => {
+      await o.shared.refresh();
+      return o.metrics.render();
+    },
+    initial.renderCacheMs,
+    o.now,
   );
-  if (o.port === null) return;
+  const door: Door = { state: initial.port === null ? 'off' : 'starting' };
+  doors.set(app, door);
+  app.decorate('metricsPort', null);
+
+  app.get('/metrics', async (request, reply) => {
+    const config = o.live();
+    if (!config.metrics.onMainPort) {
+      const token = bearerToken(request.headers.authorization);
+      const accepted = [config.metrics.tokenHash, config.admin.tokenHash, config.admin.previousTokenHash]
+        .filter((h): h is string => h !== null)
+        .map((h) => ({ tokenHash: h }));
+      if (token === null || matchToken(token, accepted) === null) {
+        const where =
+          config.metrics.port === null
+            ? ''
+            : ` or scrape ${config.metrics.host}:${app.metricsPort ?? config.metrics.port}`;
+        return reply
+          .code(401)
+          .header('www-authenticate', 'Bearer')
+          .send(
+            errorEnvelope(
+              'unauthorized',
+              request.id,
+              {},
+              `GET /metrics on this port needs the metrics token (metrics.tokenHash)${where}`,
+            ),
+          );
+      }
+    }
+    return reply.header('content-type', o.metrics.contentType).send(await scrape());
+  });
+
+  if (initial.port === null) return;
   let server: Server | null = null;
   app.addHook('onReady', async () => {
     const s = createServer((req, res) => {
-      if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      if ((req.method !== 'GET' && req.method !== 'HEAD') || (req.url ?? '').split('?')[0] !== '/metrics') {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('only GET /metrics here\n');
         return;
       }
@@ -39,17 +122,27 @@ export function registerMetricsRoutes(app: FastifyInstance, o: MetricsRouteOptio
           res.writeHead(500, { 'content-type': 'text/plain' }).end(`${(err as Error).message}\n`),
       );
     });
-    await new Promise<void>((resolve, reject) => {
-      s.once('error', reject);
-      s.listen(o.port!, o.host, () => resolve());
-    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        s.once('error', reject);
+        s.listen(initial.port!, initial.host, () => resolve());
+      });
+    } catch (err) {
+      door.state = `unavailable: ${(err as Error).message}`;
+      o.onListenError(err as Error);
+      return;
+    }
     server = s;
+    door.state = 'ok';
     app.metricsPort = (s.address() as AddressInfo).port;
   });
   app.addHook('onClose', async () => {
     const s = server;
     server = null;
-    if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+    if (s) {
+      s.closeAllConnections();
+      await new Promise<void>((resolve) => s.close(() => resolve()));
+    }
   });
 }
 

@@ -24,9 +24,24 @@ export function dashboardQueries(): PanelQuery[] {
   return out;
 }
 
-/** A panel query as Prometheus runs it outside Grafana: range variables made concrete. */
+/**
+ * A panel query as Prometheus runs it outside Grafana: range variables made concrete, and the
+ * dashboards' `job` and `app` variables at "All" (`.*`).
+ */
 export function concrete(expr: string, range = '1m'): string {
-  return expr.replaceAll('$__rate_interval', range).replaceAll('$__range', range);
+  return expr
+    .replaceAll('$__rate_interval', range)
+    .replaceAll('$__range', range)
+    .replaceAll('"$job"', '".*"')
+    .replaceAll('"$app"', '".*"');
+}
+
+/** Every series selector in a PromQL expression: the metric name and its label matchers as written. */
+export function selectorsIn(expr: string): Array<{ name: string; matchers: string }> {
+  const out: Array<{ name: string; matchers: string }> = [];
+  for (const m of expr.matchAll(/\b((?:cpgw|process|nodejs)_[a-z0-9_]*)(\{[^}]*\})?/g))
+    out.push({ name: m[1]!, matchers: m[2] ?? '' });
+  return out;
 }
 
 /** Metric names a PromQL expression reads (identifiers followed by a selector or range). */

@@ -167,6 +167,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     // Tests move the gateways' clocks (advance()), not Redis's: money follows the gateway clock
     // here unless a test asks for the store's (money-clock tests do).
     cost: { moneyClock: 'local', ...(options.config?.cost as object) },
+    // Tests read /metrics on the main port, fresh after each call, and run many gateways at
+    // once (no shared metrics listener port); test/integration/metrics-door.test.ts covers the
+    // production defaults.
+    metrics: { port: null, onMainPort: true, renderCacheMs: 0, ...(options.config?.metrics as object) },
     upstream: { url: emulator.url, ...(options.config?.upstream as object) },
     admin: { tokenHash: tokenHash(adminToken), tokens: namedAdmins },
     apps,

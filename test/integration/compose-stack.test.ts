@@ -58,8 +58,15 @@ describe('compose.yaml', () => {
     const prometheus = parse(readFileSync('deploy/prometheus/prometheus.yml', 'utf8')) as {
       scrape_configs: Array<{ static_configs: Array<{ targets: string[] }> }>;
     };
+    // Prometheus scrapes the metrics listener, which compose opens to its network only.
+    for (const name of gatewayNames) {
+      expect(services[name]!.environment).toMatchObject({
+        CPGW_METRICS_HOST: '0.0.0.0',
+        CPGW_METRICS_PORT: '9464',
+      });
+    }
     expect(prometheus.scrape_configs[0]!.static_configs[0]!.targets.sort()).toEqual(
-      gatewayNames.map((n) => `${n}:8080`).sort(),
+      gatewayNames.map((n) => `${n}:9464`).sort(),
     );
     expect(services.redis!.command).toContain('--appendonly');
     expect(services.redis!.volumes).toEqual(['redis-data:/data']);
@@ -81,6 +88,7 @@ describe('the stack, run directly', () => {
   const prefix = uniquePrefix('compose');
   let redis: TestRedis | null = null;
   const urls: string[] = [];
+  const metricsUrls: string[] = [];
   let lb: string | null = null;
 
   const run = async (args: string[], env: NodeJS.ProcessEnv, ready: RegExp, bin = 'node') => {
@@ -101,6 +109,7 @@ describe('the stack, run directly', () => {
     const ports: number[] = [];
     for (const name of gatewayNames) {
       const port = await freePort();
+      const metricsPort = await freePort();
       ports.push(port);
       const env = envWithoutCpgw({
         ...services[name]!.environment,
@@ -111,10 +120,13 @@ describe('the stack, run directly', () => {
         CPGW_STATE_DIR: join(dir, name),
         CPGW_HOST: '127.0.0.1',
         CPGW_PORT: String(port),
+        CPGW_METRICS_HOST: '127.0.0.1',
+        CPGW_METRICS_PORT: String(metricsPort),
         CPGW_LOG_LEVEL: 'warn',
       });
       await run(services[name]!.command!.slice(1), env, /listening on http/);
       urls.push(`http://127.0.0.1:${port}`);
+      metricsUrls.push(`http://127.0.0.1:${metricsPort}/metrics`);
     }
     if (spawnSync('nginx', ['-v']).status === 0) {
       const lbPort = await freePort();
@@ -183,6 +195,9 @@ describe('the stack, run directly', () => {
       headers: { authorization: `Bearer ${demoToken('demo-risk')}` },
     });
     expect(risk.status).toBe(200);
+    // What Prometheus scrapes: each replica's metrics listener; the public side refuses it.
+    for (const url of metricsUrls) expect(await (await fetch(url)).text()).toMatch(/^cpgw_requests_total\{/m);
+    expect((await fetch(`${front}/metrics`)).status).toBe(401);
   });
 
   it("a check's poll_url keeps the host and port the app used, through the load balancer", async (ctx) => {

@@ -29,17 +29,18 @@ describe('upstream failures', () => {
     expect(res.headers.get('x-upstream-request-id')).toBeTruthy();
   });
 
-  it('an unreachable upstream gives 502 upstream_unavailable and /readyz says not ready', async () => {
+  it('an unreachable upstream gives 502 upstream_unavailable; /readyz stays ready, /healthz names it', async () => {
     const dead = await startHarness();
     await dead.emulator.close();
     try {
       const res = await dead.call('alpha', '/v1/banks/044525225');
       expect(res.status).toBe(502);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_unavailable');
-      const ready = await fetch(`${dead.gateway.url}/readyz`);
-      expect(ready.status).toBe(503);
-      expect(((await ready.json()) as { upstream: string }).upstream).toMatch(/unavailable/);
-      expect((await fetch(`${dead.gateway.url}/healthz`)).status).toBe(200);
+      // Readiness never follows the vendor (README "Health probes"): the cache keeps serving.
+      expect((await fetch(`${dead.gateway.url}/readyz`)).status).toBe(200);
+      const health = await fetch(`${dead.gateway.url}/healthz`);
+      expect(health.status).toBe(200);
+      expect(((await health.json()) as { upstream: string }).upstream).toMatch(/unavailable/);
     } finally {
       await dead.gateway.close();
     }
@@ -47,11 +48,14 @@ describe('upstream failures', () => {
 });
 
 describe('health and shutdown', () => {
-  it('/healthz and /readyz answer 200 when all is well', async () => {
-    expect((await fetch(`${h.gateway.url}/healthz`)).status).toBe(200);
+  it('/livez, /healthz and /readyz answer 200 when all is well', async () => {
+    expect((await fetch(`${h.gateway.url}/livez`)).status).toBe(200);
+    const health = await fetch(`${h.gateway.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok', draining: false, store: 'ok', upstream: 'ok' });
     const ready = await fetch(`${h.gateway.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready', store: 'ok', upstream: 'ok' });
+    expect(await ready.json()).toEqual({ status: 'ready' });
   });
 
   it('closing the server finishes in-flight requests and then refuses new connections', async () => {

@@ -1,12 +1,13 @@
 // Every Grafana panel and every alert rule names only series the gateway exports (the catalogue
 // plus prom-client's default process metrics, read from a real registry), groups only by labels
-// those series carry, and the dashboards are read-only and use the provisioned datasource uid.
-import { readFileSync } from 'node:fs';
+// those series carry; the dashboards are read-only, name no datasource uid (a ${datasource}
+// variable instead) and filter every series by their job and app variables (several deployments).
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { GatewayMetrics } from '../../src/metrics/gateway-metrics.ts';
-import { DASHBOARD_DIR, dashboardQueries, seriesIn } from '../helpers/dashboards.ts';
+import { DASHBOARD_DIR, dashboardQueries, selectorsIn, seriesIn } from '../helpers/dashboards.ts';
 
 const metrics = new GatewayMetrics({ apps: ['alpha'], price: () => 100 });
 const exported = new Map<string, Set<string>>();
@@ -53,19 +54,69 @@ describe('dashboards', () => {
     expect(checkExpr('sum by (inn) (cpgw_spend_minor_total)')).toHaveLength(1);
   });
 
-  it('dashboards are read-only and use the provisioned datasource uid', () => {
+  /** Grafana's reference to the dashboard's datasource variable. */
+  const DATASOURCE = ['$', '{datasource}'].join('');
+  const files = readdirSync(DASHBOARD_DIR).filter((f) => f.endsWith('.json'));
+  // biome-ignore lint/suspicious/noExplicitAny: dashboards are free-form JSON read for checks
+  const read = (file: string): Record<string, any> =>
+    JSON.parse(readFileSync(join(DASHBOARD_DIR, file), 'utf8'));
+
+  it('dashboards are read-only and name no datasource uid: every panel and query uses the datasource variable', () => {
+    expect(files.sort()).toEqual(['finance.json', 'limits.json', 'platform.json']);
     const ds = parse(
       readFileSync(join(DASHBOARD_DIR, '..', 'provisioning', 'datasources', 'prometheus.yaml'), 'utf8'),
     ) as { datasources: Array<{ uid: string }> };
-    const uid = ds.datasources[0]!.uid;
-    for (const file of ['finance.json', 'platform.json', 'limits.json']) {
-      const d = JSON.parse(readFileSync(join(DASHBOARD_DIR, file), 'utf8')) as {
-        editable: boolean;
-        panels: Array<{ datasource: { uid: string } }>;
-      };
-      expect(d.editable).toBe(false);
-      for (const p of d.panels) expect(p.datasource.uid).toBe(uid);
+    for (const file of files) {
+      const d = read(file);
+      expect(d.editable, file).toBe(false);
+      // Not the provisioned uid, nor any other: a deployment with its own datasource picks it.
+      expect(JSON.stringify(d), file).not.toContain(ds.datasources[0]!.uid);
+      for (const p of d.panels) {
+        expect(p.datasource, `${file} / ${p.title}`).toEqual({ type: 'prometheus', uid: DATASOURCE });
+        for (const t of p.targets ?? [])
+          expect(t.datasource ?? p.datasource, `${file} / ${p.title}`).toEqual(p.datasource);
+      }
     }
+  });
+
+  it('every dashboard has a datasource variable and multi-value job and app variables (All = .*)', () => {
+    for (const file of files) {
+      const vars = Object.fromEntries(
+        (read(file).templating.list as Array<{ name: string }>).map((v) => [v.name, v]),
+      ) as Record<string, Record<string, unknown>>;
+      expect(vars.datasource, file).toMatchObject({ type: 'datasource', query: 'prometheus' });
+      expect(vars.datasource!.current, file).toBeUndefined();
+      for (const name of ['job', 'app']) {
+        expect(vars[name], `${file} ${name}`).toMatchObject({
+          type: 'query',
+          datasource: { type: 'prometheus', uid: DATASOURCE },
+          includeAll: true,
+          multi: true,
+          allValue: '.*',
+        });
+        const query = (vars[name]!.query as { query: string }).query;
+        expect(query, `${file} ${name}`).toMatch(
+          new RegExp(`^label_values\\(\\w+(\\{[^}]*\\})?, ${name}\\)$`),
+        );
+        expect(checkExpr(query.replace(/^label_values\((.*), \w+\)$/, '$1')), `${file} ${name}`).toEqual([]);
+      }
+      expect((vars.app!.query as { query: string }).query).toContain('job=~"$job"');
+    }
+  });
+
+  it('every series selector in every panel filters by $job, and by $app where the series has an app label', () => {
+    const problems: string[] = [];
+    for (const q of queries)
+      for (const { name, matchers } of selectorsIn(q.expr)) {
+        const where = `${q.dashboard} / ${q.panel}: ${name}${matchers}`;
+        if (!matchers.includes('job=~"$job"')) problems.push(`${where} lacks job=~"$job"`);
+        if (exported.get(name)?.has('app') && !matchers.includes('app=~"$app"'))
+          problems.push(`${where} lacks app=~"$app"`);
+      }
+    expect(problems).toEqual([]);
+    expect(selectorsIn('sum(rate(cpgw_requests_total[5m]))')).toEqual([
+      { name: 'cpgw_requests_total', matchers: '' },
+    ]);
   });
 });
 
