@@ -99,8 +99,22 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     cacheMaxBytes: config.store.cacheMaxBytes,
     localCacheBytes: config.store.localCacheBytes,
     onError: (err) => logger.warn({ err: (err as Error)?.message ?? String(err) }, 'store fault'),
+    ...(config.store.postgresUrl
+      ? {
+          postgresUrl: config.store.postgresUrl,
+          postgresPoolMax: config.store.postgresPoolMax,
+          postgresStatementTimeoutMs: config.store.postgresStatementTimeoutMs,
+        }
+      : {}),
   });
   cleanups.unshift(() => store.close());
+  // PostgreSQL money: connect, refuse a newer schema, migrate (under an advisory lock) before serving.
+  try {
+    await store.open?.();
+  } catch (err) {
+    for (const cleanup of cleanups) await cleanup().catch(() => {});
+    throw err;
+  }
   const upstream = new UpstreamClient({ url: upstreamUrl, apiKey, connections: config.upstream.connections });
   cleanups.unshift(() => upstream.close());
 

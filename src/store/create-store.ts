@@ -1,8 +1,12 @@
 // Picks the Store backend: Redis when a URL or cluster nodes are configured, the in-process memory store otherwise.
+// With a PostgreSQL URL, the money roles (budgets, ledger, charges) live in PostgreSQL and the
+// chosen store keeps the hot roles only (split-store.ts); call store.open() before serving.
 // Must never: connect anywhere when neither is given, or hide which backend it chose (Store.kind).
 import type { Clock } from '../clock.ts';
 import { MemoryStore } from './memory/memory-store.ts';
+import { PostgresMoney } from './postgres/postgres-money.ts';
 import { RedisStore } from './redis/redis-store.ts';
+import { SplitStore } from './split-store.ts';
 import type { Store } from './store.ts';
 
 export interface CreateStoreOptions {
@@ -19,9 +23,27 @@ export interface CreateStoreOptions {
   localCacheBytes?: number;
   /** See MemoryStoreOptions.onError / RedisStoreOptions.onError. */
   onError?: (error: unknown) => void;
+  /** postgres:// URL: money lives in PostgreSQL (postgres/), the hot roles in memory or Redis. */
+  postgresUrl?: string;
+  /** PostgreSQL pool bound per process (default 10). */
+  postgresPoolMax?: number;
+  /** PostgreSQL statement timeout in ms (default 5000). */
+  postgresStatementTimeoutMs?: number;
 }
 
 export function createStore(options: CreateStoreOptions): Store {
+  const hot = createHotStore(options);
+  if (!options.postgresUrl) return hot;
+  const money = new PostgresMoney({
+    url: options.postgresUrl,
+    ...(options.postgresPoolMax ? { poolMax: options.postgresPoolMax } : {}),
+    ...(options.postgresStatementTimeoutMs ? { statementTimeoutMs: options.postgresStatementTimeoutMs } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
+  });
+  return new SplitStore(hot, money);
+}
+
+function createHotStore(options: CreateStoreOptions): Store {
   const { redisUrl, prefix, clock, cacheMaxBytes, onError } = options;
   const clusterNodes = options.redisClusterNodes ?? [];
   if (redisUrl || clusterNodes.length > 0) {

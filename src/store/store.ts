@@ -49,6 +49,11 @@ export interface Store
    * Redis store's in-process tier). Absent when there is no such tier. Never reaches a backend.
    */
   cachePeek?(key: string): Buffer | null;
+  /**
+   * Prepares the backend before the gateway serves (PostgreSQL money: connect, check and migrate
+   * the schema); throws one printable line. Absent: nothing to prepare.
+   */
+  open?(): Promise<void>;
   /** Throws when the backend is unreachable (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;
