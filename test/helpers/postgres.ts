@@ -94,7 +94,8 @@ function postgresBin(): string | null {
 export async function startPrivatePostgres(): Promise<PrivatePostgres | null> {
   const bin = postgresBin();
   if (!bin) {
-    if (process.env.REQUIRE_POSTGRES === '1') throw new Error('REQUIRE_POSTGRES=1 but no PostgreSQL binaries');
+    if (process.env.REQUIRE_POSTGRES === '1')
+      throw new Error('REQUIRE_POSTGRES=1 but no PostgreSQL binaries');
     console.warn('\n!!! NO PostgreSQL binaries: private-server tests are SKIPPED !!!\n');
     return null;
   }

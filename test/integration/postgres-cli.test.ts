@@ -63,12 +63,15 @@ maybe('cpgw with PostgreSQL money', () => {
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
     }
+    const help = run(['migrate', '--help'], {});
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^usage: cpgw migrate/);
     const again = run(['migrate'], { CPGW_POSTGRES_URL: url });
     expect(again.status).toBe(0);
     expect(again.stdout).toContain(`schema at version ${SCHEMA_VERSION} (nothing to apply)`);
   });
 
-  it('a schema newer than the code: start and migrate refuse in one line', async () => {
+  it('a schema newer than the code: start refuses in one line', async () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     await client.query('INSERT INTO cpgw.schema_migrations (version, name) VALUES ($1, $2)', [
@@ -76,7 +79,7 @@ maybe('cpgw with PostgreSQL money', () => {
       'from the future',
     ]);
     try {
-      for (const args of [['start'], ['migrate']]) {
+      for (const args of [['start']]) {
         const r = run(args, { CPGW_PORT: '0', CPGW_POSTGRES_URL: url });
         expect(r.status).toBe(2);
         const lines = r.stderr.trimEnd().split('\n');
