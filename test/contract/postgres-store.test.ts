@@ -244,6 +244,40 @@ maybe('PostgreSQL money', () => {
       expect(message).not.toContain('\n');
     });
 
+    it('a statement past the timeout (a counter locked elsewhere) is StoreUnavailableError', async () => {
+      await emptyMoney();
+      const money = new PostgresMoney({ url, statementTimeoutMs: 300, sweepMs: 0, onError: () => {} });
+      const store = new SplitStore(new MemoryStore({ clock: systemClock, cacheMaxBytes: 1 << 20 }), money);
+      const blocker = await admin!.connect();
+      try {
+        await store.addSpend(['locked'], 100, 60_000);
+        await blocker.query('BEGIN');
+        await blocker.query("SELECT 1 FROM cpgw.counters WHERE key = 'locked' FOR UPDATE");
+        const started = Date.now();
+        const error = await store
+          .reserve({
+            id: 'r',
+            amountMinor: 1,
+            counters: [{ key: 'locked', limitMinor: 1_000, ttlMs: 60_000 }],
+            holdMs: 60_000,
+          })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreUnavailableError);
+        expect((error as Error).message).toMatch(/statement timeout/);
+        expect(Date.now() - started).toBeLessThan(3_000);
+        await blocker.query('ROLLBACK');
+        // Nothing was held by the cancelled step; the next one goes through.
+        expect((await store.readCounters(['locked']))[0]).toEqual({
+          key: 'locked',
+          spentMinor: 100,
+          reservedMinor: 0,
+        });
+      } finally {
+        blocker.release();
+        await store.close();
+      }
+    });
+
     it('an unreachable server is StoreUnavailableError on every money call, quickly', async () => {
       const money = new PostgresMoney({
         url: 'postgres://postgres:pw-never-shown@127.0.0.1:1/cpgw',
