@@ -211,6 +211,19 @@ maybe('PostgreSQL money', () => {
       ]);
     });
 
+    it('commits durably: synchronous_commit is on even when the URL asks for off', async () => {
+      const money = new PostgresMoney({
+        url: `${url}?options=-c%20synchronous_commit%3Doff`,
+        sweepMs: 0,
+      });
+      try {
+        const { rows } = await money.link.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+        expect(rows[0]!.synchronous_commit).toBe('on');
+      } finally {
+        await money.close();
+      }
+    });
+
     it('refuses a schema newer than it knows, in one line', async () => {
       const newer = SCHEMA_VERSION + 1;
       await admin!.query('INSERT INTO cpgw.schema_migrations (version, name) VALUES ($1, $2)', [

@@ -86,6 +86,9 @@ export class PgLink {
     });
     // An idle client losing its server emits here; without a listener it would crash the process.
     this.pool.on('error', (error) => this.fault(error));
+    // Also against a URL's own `options=-c synchronous_commit=off` (which wins over the startup
+    // options above): queued before any query of ours on the new session.
+    this.pool.on('connect', (client) => void client.query('SET synchronous_commit = on').catch(() => {}));
   }
 
   /** The URL without its password (messages). */
