@@ -8,6 +8,7 @@ const QUICK = [
   'emulator-dossier',
   'cache-codec',
   'store-ops',
+  'money-steps',
   'gateway-latency',
   'cache-hits',
   'limits-burst',

@@ -1,4 +1,4 @@
-// The `cpgw` command: start | emulator | token new | check-config | help | --version.
+// The `cpgw` command: start | emulator | token new | check-config | migrate | help | --version.
 // Parses arguments and hands over; no business logic lives here. Every subcommand answers
 // --help (exit 0); every error is one line on stderr (a config error adds its list of problems)
 // with exit 2, never a stack trace.
@@ -22,6 +22,7 @@ commands:
   token new --admin --name NAME --role admin|finance|viewer
                                   the same for a named admin token with a role
   check-config [--config FILE]... validate configuration without starting
+  migrate [--config FILE]...      create or upgrade the PostgreSQL money schema (store.postgresUrl), then exit
   help [COMMAND]                  this text, or a command's
   --version                       the package version
 
@@ -56,7 +57,15 @@ const CHECK_CONFIG_USAGE = `usage: cpgw check-config [--config FILE]...
 Validate the configuration without starting; every problem is reported at once (exit 2).
 ${CONFIG_NOTE}`;
 
-const COMMANDS = ['start', 'emulator', 'token', 'check-config'];
+const MIGRATE_USAGE = `usage: cpgw migrate [--config FILE]...
+
+Create or upgrade the PostgreSQL money schema at store.postgresUrl (CPGW_POSTGRES_URL) and exit.
+The gateway also does this at start; run it alone to migrate before rolling out replicas.
+Replicas migrating at the same time wait for each other (advisory lock). A schema newer than
+this version knows is refused.
+${CONFIG_NOTE}`;
+
+const COMMANDS = ['start', 'emulator', 'token', 'check-config', 'migrate'];
 
 /** A mistake in the command line or the configuration: reported as is, exit 2. */
 class CliError extends Error {}
@@ -98,6 +107,8 @@ async function main(argv: string[]): Promise<number> {
       return token(rest);
     case 'check-config':
       return checkConfig(rest);
+    case 'migrate':
+      return migrateSchema(rest);
     case 'help':
     case '--help':
     case '-h':
@@ -120,6 +131,7 @@ async function help(command: string | undefined): Promise<number> {
     start: START_USAGE,
     token: TOKEN_USAGE,
     'check-config': CHECK_CONFIG_USAGE,
+    migrate: MIGRATE_USAGE,
   };
   if (command === 'emulator') return main(['emulator', '--help']);
   if (command !== undefined && !texts[command])
@@ -248,7 +260,7 @@ function checkConfig(args: string[]): Promise<number> | number {
   console.log(`configuration OK (${sources.length ? sources.join(', ') : 'embedded defaults'})`);
   console.log(`  apps: ${config.apps.map((a) => a.name).join(', ') || '(none)'}`);
   console.log(
-    `  store: ${config.store.redisClusterNodes.length ? 'redis cluster' : config.store.redisUrl ? 'redis' : 'memory'}`,
+    `  store: ${config.store.redisClusterNodes.length ? 'redis cluster' : config.store.redisUrl ? 'redis' : 'memory'}${config.store.postgresUrl ? ' (money in postgres)' : ''}`,
   );
   console.log(
     `  upstream: ${upstreamApiKey ? `${new URL(config.upstream.url).origin} (key from CPGW_UPSTREAM_API_KEY)` : 'demo mode (bundled emulator)'}`,
@@ -258,6 +270,33 @@ function checkConfig(args: string[]): Promise<number> | number {
     return 2;
   }
   return 0;
+}
+
+async function migrateSchema(args: string[]): Promise<number> {
+  const values = parse('migrate', args, CONFIG);
+  if (values.help) return help('migrate');
+  const { config } = loadConfig({ files: values.config ?? [] });
+  const url = config.store.postgresUrl;
+  if (!url) throw new CliError('store.postgresUrl is not set (CPGW_POSTGRES_URL): nothing to migrate');
+  const { PgLink } = await import('./store/postgres/pg-link.ts');
+  const { migrate } = await import('./store/postgres/migrate.ts');
+  const link = new PgLink({
+    url,
+    poolMax: 1,
+    statementTimeoutMs: Math.max(config.store.postgresStatementTimeoutMs, 60_000),
+    onError: () => {},
+  });
+  try {
+    const result = await migrate(link.pool);
+    const applied = result.applied.length ? `applied ${result.applied.join(', ')}` : 'nothing to apply';
+    console.log(`postgres ${link.where}: schema at version ${result.to} (${applied})`);
+    return 0;
+  } catch (err) {
+    const { scrub } = await import('./store/postgres/pg-link.ts');
+    throw new CliError(`postgres ${link.where}: ${scrub((err as Error).message, url).split('\n')[0]}`);
+  } finally {
+    await link.close();
+  }
 }
 
 const argv = process.argv.slice(2);

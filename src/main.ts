@@ -105,6 +105,13 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
       localCacheBytes: config.store.localCacheBytes,
       stateDir: config.store.stateDir === null ? null : resolvePath(config.store.stateDir),
       onError: (err) => logger.warn({ err: (err as Error)?.message ?? String(err) }, 'store fault'),
+      ...(config.store.postgresUrl
+        ? {
+            postgresUrl: config.store.postgresUrl,
+            postgresPoolMax: config.store.postgresPoolMax,
+            postgresStatementTimeoutMs: config.store.postgresStatementTimeoutMs,
+          }
+        : {}),
     });
   } catch (err) {
     // The money file is another process's (or unreadable): stop the demo emulator, then refuse.
@@ -112,6 +119,13 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     throw err;
   }
   cleanups.unshift(() => store.close());
+  // PostgreSQL money: connect, refuse a newer schema, migrate (under an advisory lock) before serving.
+  try {
+    await store.open?.();
+  } catch (err) {
+    for (const cleanup of cleanups) await cleanup().catch(() => {});
+    throw err;
+  }
   if (store instanceof EmbeddedStore)
     logger.info({ file: store.moneyFile }, 'money store: embedded database');
   // Budget overrides and the audit trail: on the same Redis (same prefix) as the store, or in memory.

@@ -50,6 +50,7 @@ import type { RequestContext } from './pipeline/context.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
 import { makeHitPath } from './pipeline/hit-path.ts';
 import { makePipeline } from './pipeline/index.ts';
+import { STORE_RETRY_AFTER } from './pipeline/refusals.ts';
 import { describeCause } from './pipeline/respond.ts';
 import { ClientGone } from './pipeline/stages/upstream.ts';
 import { UPSTREAM_ROUTES } from './route-table.ts';
@@ -247,7 +248,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (err instanceof ApiError) {
       apiError = err;
     } else if (err instanceof StoreUnavailableError) {
-      apiError = new ApiError('store_unavailable', {}, undefined, { cause: err });
+      apiError = new ApiError('store_unavailable', {}, undefined, {
+        cause: err,
+        headers: { ...STORE_RETRY_AFTER },
+      });
     } else if ('statusCode' in err && typeof err.statusCode === 'number' && err.statusCode < 500) {
       // fastify's own refusals (body too large, bad content type): a bad input, never a 500.
       apiError = ApiError.validation([

@@ -66,6 +66,17 @@ function readFile(file: string, problems: string[]): Record<string, unknown> {
   }
 }
 
+/** Whether a URL-looking value carries a password (user:password@host). */
+function hasPassword(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  if (/[?&]password=/i.test(value)) return true;
+  try {
+    return new URL(value).password !== '';
+  } catch {
+    return /:\/\/[^/@]*:[^/@]*@/.test(value);
+  }
+}
+
 /** Files: explicit list, else CPGW_CONFIG (comma-separated), else none (embedded defaults). */
 export function loadConfig(options: { files?: string[]; env?: Env } = {}): LoadedConfig {
   const env = options.env ?? process.env;
@@ -86,6 +97,13 @@ export function loadConfig(options: { files?: string[]; env?: Env } = {}): Loade
       );
       delete upstream.apiKey;
       delete upstream.api_key;
+    }
+    const store = doc.store as Record<string, unknown> | undefined;
+    if (store && typeof store === 'object' && hasPassword(store.postgresUrl)) {
+      problems.push(
+        `${file}: store.postgresUrl must not carry a password in a file; set CPGW_POSTGRES_URL (or PGPASSWORD) in the environment`,
+      );
+      delete store.postgresUrl;
     }
     for (const [key, value] of Object.entries(doc)) {
       const existing = raw[key];

@@ -171,6 +171,21 @@ export const configSchema = z
          * no longer than their own TTL, purged on every replica over pub/sub). 0 turns it off.
          */
         localCacheBytes: z.number().int().min(0).default(67_108_864),
+        /**
+         * PostgreSQL as the system of record for money (budgets, ledger, pending charges, claims,
+         * windows); the store above keeps the hot roles only. A password only from the
+         * environment (CPGW_POSTGRES_URL or PGPASSWORD), never in a file. null: money stays in
+         * the store above.
+         */
+        postgresUrl: z
+          .string()
+          .regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://')
+          .nullable()
+          .default(null),
+        /** Connections each gateway process opens to PostgreSQL at most. */
+        postgresPoolMax: z.number().int().min(1).max(200).default(10),
+        /** A PostgreSQL statement (lock waits included) running longer fails (503 store_unavailable). */
+        postgresStatementTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
       })
       .strict()
       .refine((s) => !(s.redisUrl && s.redisClusterNodes.length > 0), {
@@ -381,6 +396,9 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'CPGW_STORE_PREFIX', path: ['store', 'prefix'], type: 'string' },
   { env: 'CPGW_CACHE_MAX_BYTES', path: ['store', 'cacheMaxBytes'], type: 'int' },
   { env: 'CPGW_STATE_DIR', path: ['store', 'stateDir'], type: 'string' },
+  { env: 'CPGW_POSTGRES_URL', path: ['store', 'postgresUrl'], type: 'string' },
+  { env: 'CPGW_POSTGRES_POOL_MAX', path: ['store', 'postgresPoolMax'], type: 'int' },
+  { env: 'CPGW_POSTGRES_STATEMENT_TIMEOUT_MS', path: ['store', 'postgresStatementTimeoutMs'], type: 'int' },
   { env: 'CPGW_LEASE_MS', path: ['cost', 'leaseMs'], type: 'int' },
   { env: 'CPGW_RECONCILE_INTERVAL_MS', path: ['cost', 'reconcileIntervalMs'], type: 'int' },
   { env: 'CPGW_LOCAL_CACHE_BYTES', path: ['store', 'localCacheBytes'], type: 'int' },

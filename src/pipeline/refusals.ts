@@ -67,8 +67,11 @@ export function upstreamUnavailable(
   return refuse('upstream_unavailable', { reason, ...details }, messages[reason], { status, headers, cause });
 }
 
+/** Retry-After of a 503 store_unavailable: the store client reconnects within about a second. */
+export const STORE_RETRY_AFTER = { 'retry-after': '1' } as const;
+
 export function storeUnavailable(cause?: unknown): Refusal {
-  return refuse('store_unavailable', {}, undefined, { cause });
+  return refuse('store_unavailable', {}, undefined, { cause, headers: { ...STORE_RETRY_AFTER } });
 }
 
 /** A thrown fault or ApiError as a refusal; null for what is not ours to answer (fastify's own errors). */

@@ -1,10 +1,14 @@
-// Picks the Store backend: Redis when a URL or cluster nodes are configured; otherwise the embedded
-// store (memory hot roles, money in <stateDir>/money.db) when a state directory is given, and the
-// pure in-process memory store when it is not (stateDir null: unit tests).
-// Must never: connect anywhere when neither is given, or hide which backend it chose (Store.kind).
+// Picks the Store backend. Money (budgets, ledger, charges): PostgreSQL when a URL is given (the
+// system of record for any number of replicas: split-store.ts; call store.open() before serving);
+// else Redis with the hot roles; else, without Redis, the embedded database <stateDir>/money.db
+// (one process; sqlite/embedded-store.ts), or, with stateDir null (unit tests), memory. Hot roles
+// (cache, state, slots, bus): Redis when a URL or cluster nodes are configured, memory otherwise.
+// Must never: connect anywhere when nothing is given, or hide which backend it chose (Store.kind).
 import type { Clock } from '../clock.ts';
 import { MemoryStore } from './memory/memory-store.ts';
+import { PostgresMoney } from './postgres/postgres-money.ts';
 import { RedisStore } from './redis/redis-store.ts';
+import { SplitStore } from './split-store.ts';
 import { EmbeddedStore } from './sqlite/embedded-store.ts';
 import type { Store } from './store.ts';
 
@@ -20,13 +24,34 @@ export interface CreateStoreOptions {
   cacheMaxBytes: number;
   /** Redis only: bytes of the in-process tier in front of the shared cache; 0 = none. */
   localCacheBytes?: number;
-  /** Without Redis: the directory of the money database (sqlite/embedded-store.ts); null or absent = money in memory. */
+  /**
+   * Without Redis and PostgreSQL: the directory of the money database (sqlite/embedded-store.ts);
+   * null or absent = money in memory.
+   */
   stateDir?: string | null;
   /** See MemoryStoreOptions.onError / RedisStoreOptions.onError. */
   onError?: (error: unknown) => void;
+  /** postgres:// URL: money lives in PostgreSQL (postgres/), the hot roles in memory or Redis. */
+  postgresUrl?: string;
+  /** PostgreSQL pool bound per process (default 10). */
+  postgresPoolMax?: number;
+  /** PostgreSQL statement timeout in ms (default 5000). */
+  postgresStatementTimeoutMs?: number;
 }
 
 export function createStore(options: CreateStoreOptions): Store {
+  if (!options.postgresUrl) return createHotStore(options, true);
+  const money = new PostgresMoney({
+    url: options.postgresUrl,
+    ...(options.postgresPoolMax ? { poolMax: options.postgresPoolMax } : {}),
+    ...(options.postgresStatementTimeoutMs ? { statementTimeoutMs: options.postgresStatementTimeoutMs } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
+  });
+  return new SplitStore(createHotStore(options, false), money);
+}
+
+/** `embeddedMoney`: without Redis, keep money in <stateDir>/money.db (not when PostgreSQL has it). */
+function createHotStore(options: CreateStoreOptions, embeddedMoney: boolean): Store {
   const { redisUrl, prefix, clock, cacheMaxBytes, onError } = options;
   const clusterNodes = options.redisClusterNodes ?? [];
   if (redisUrl || clusterNodes.length > 0) {
@@ -39,7 +64,7 @@ export function createStore(options: CreateStoreOptions): Store {
       ...(onError ? { onError } : {}),
     });
   }
-  if (options.stateDir) {
+  if (embeddedMoney && options.stateDir) {
     return new EmbeddedStore({
       clock,
       cacheMaxBytes,

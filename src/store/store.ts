@@ -3,7 +3,8 @@
 // (budget-store.ts), limiter slots (slot-store.ts), the ledger (ledger-store.ts), pub/sub
 // (bus-store.ts) and money (charge-store.ts). `Store` is all of them plus health; one factory
 // (create-store.ts) returns it. Two backends: memory/ (one process, the embedded default) and
-// redis/ (any number of replicas).
+// redis/ (any number of replicas); with a PostgreSQL URL the money roles (budgets, ledger, money)
+// come from postgres/ instead and the backend above keeps the hot roles (split-store.ts).
 //
 // Backends only do I/O and atomicity. Policy (what a window is worth, which budget period a
 // charge falls in, how long a request may wait) lives in the callers and is written once.
@@ -55,6 +56,11 @@ export interface Store
    * own (the in-process memory store), and the gateway's clock is the money clock.
    */
   serverTimeMs?(): Promise<number>;
+  /**
+   * Prepares the backend before the gateway serves (PostgreSQL money: connect, check and migrate
+   * the schema); throws one printable line. Absent: nothing to prepare.
+   */
+  open?(): Promise<void>;
   /** Throws when the backend is unreachable (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

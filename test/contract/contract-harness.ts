@@ -42,7 +42,15 @@ export interface ContractContext {
   expectAbout(actual: number, expected: number): void;
 }
 
-export function runStoreContract(name: string, factory: StoreFactory): void {
+/** Role suites a backend runs; a money-only backend (PostgreSQL) runs the money ones. */
+export type ContractPart = 'cache' | 'state' | 'bus' | 'budgets' | 'slots' | 'ledger' | 'charges';
+export const MONEY_PARTS: readonly ContractPart[] = ['budgets', 'ledger', 'charges'];
+
+export function runStoreContract(
+  name: string,
+  factory: StoreFactory,
+  parts: readonly ContractPart[] = ['cache', 'state', 'bus', 'budgets', 'slots', 'ledger', 'charges'],
+): void {
   describe(`Store contract: ${name}`, () => {
     let h: StoreHarness;
     beforeEach(async () => {
@@ -72,13 +80,13 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
         }
       },
     };
-    describeCacheContract(t);
-    describeStateContract(t);
-    describeBusContract(t);
-    describeBudgetContract(t);
-    describeSlotContract(t);
-    describeLedgerContract(t);
-    describeChargeContract(t);
+    if (parts.includes('cache')) describeCacheContract(t);
+    if (parts.includes('state')) describeStateContract(t);
+    if (parts.includes('bus')) describeBusContract(t);
+    if (parts.includes('budgets')) describeBudgetContract(t);
+    if (parts.includes('slots')) describeSlotContract(t);
+    if (parts.includes('ledger')) describeLedgerContract(t);
+    if (parts.includes('charges')) describeChargeContract(t);
   });
 }
 

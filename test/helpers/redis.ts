@@ -62,6 +62,8 @@ export interface PrivateRedis extends TestRedis {
   port: number;
   /** Starts it again on the same port (empty: nothing is saved); resolves once it answers PING. */
   start(): Promise<void>;
+  /** Stops it with `signal` (SIGKILL: like a power loss). */
+  kill(signal: NodeJS.Signals): Promise<void>;
 }
 
 /** A private redis-server (never the shared one), or null when the binary is missing. */
@@ -77,16 +79,16 @@ export async function startPrivateRedis(): Promise<PrivateRedis | null> {
     child = started;
     await waitForPing(port, started);
   };
-  const stop = async () => {
+  const kill = async (signal: NodeJS.Signals) => {
     const running = child;
     child = null;
-    if (!running || running.exitCode !== null) return;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
     const exited = new Promise((r) => running.once('exit', r));
-    running.kill('SIGTERM');
+    running.kill(signal);
     await exited;
   };
   await start();
-  return { url: `redis://127.0.0.1:${port}`, port, start, stop };
+  return { url: `redis://127.0.0.1:${port}`, port, start, stop: () => kill('SIGTERM'), kill };
 }
 
 /** A Redis for this test file, or null (tests must then skip) when none can be had. */

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/load.ts';
 import { envWithoutCpgw, waitForOutput } from '../helpers/child-process.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres.ts';
 import { deleteKeysUnder, freePort, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
 
 interface Service {
@@ -78,6 +79,10 @@ describe('compose.yaml', () => {
     expect(upstreamApiKey).toBe('compose-upstream-key');
     expect(config.apps.map((a) => a.name)).toEqual(['demo-crm', 'demo-risk']);
     expect(config.store.redisUrl).toBe('redis://redis:6379/0');
+    // Money on the postgres service; its password only from deploy/postgres.env (PGPASSWORD).
+    expect(config.store.postgresUrl).toBe('postgres://cpgw@postgres:5432/cpgw');
+    expect(readFileSync('deploy/postgres.env', 'utf8')).toMatch(/^PGPASSWORD=\S+$/m);
+    expect(services.postgres!.volumes).toEqual(['postgres-data:/var/lib/postgresql/data']);
     expect(config.store.stateDir).toBe('/var/lib/cpgw');
   });
 });
@@ -87,6 +92,7 @@ describe('the stack, run directly', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cpgw-compose-'));
   const prefix = uniquePrefix('compose');
   let redis: TestRedis | null = null;
+  let money: TestDatabase | null = null;
   const urls: string[] = [];
   const metricsUrls: string[] = [];
   let lb: string | null = null;
@@ -101,6 +107,7 @@ describe('the stack, run directly', () => {
   beforeAll(async () => {
     redis = await startTestRedis();
     if (!redis) return;
+    money = await createTestDatabase('compose');
     const emulatorPort = await freePort();
     const emu = services
       .emulator!.command!.slice(1)
@@ -115,6 +122,8 @@ describe('the stack, run directly', () => {
         ...services[name]!.environment,
         CPGW_CONFIG: 'deploy/gateway.yaml',
         CPGW_REDIS_URL: redis.url,
+        // The postgres service as a database of this machine's PostgreSQL ('' without one: money on Redis).
+        CPGW_POSTGRES_URL: money?.url ?? '',
         CPGW_STORE_PREFIX: prefix,
         CPGW_UPSTREAM_URL: `http://127.0.0.1:${emulatorPort}`,
         CPGW_STATE_DIR: join(dir, name),
@@ -169,6 +178,7 @@ describe('the stack, run directly', () => {
       await exited;
       clearTimeout(killer);
     }
+    await money?.drop();
     if (redis) {
       await deleteKeysUnder(redis.url, [prefix]);
       await redis.stop();

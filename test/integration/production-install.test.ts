@@ -99,7 +99,7 @@ describe.skipIf(!sandboxWorks)(
       expect(existsSync(join(app, 'dist/cli.js'))).toBe(true);
       expect(existsSync(join(app, 'dist/cli.js.map'))).toBe(true);
       expect(existsSync(join(app, 'src'))).toBe(false);
-      for (const dep of ['fastify', 'undici', 'ioredis', 'node-sqlite3-wasm'])
+      for (const dep of ['fastify', 'undici', 'ioredis', 'node-sqlite3-wasm', 'pg'])
         expect(existsSync(join(app, 'node_modules', dep))).toBe(true);
       for (const dev of ['tsx', 'esbuild', 'typescript', 'vitest', '@biomejs/biome']) {
         expect(existsSync(join(app, 'node_modules', dev)), dev).toBe(false);

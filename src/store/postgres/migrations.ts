@@ -1,0 +1,344 @@
+// The PostgreSQL money schema, as numbered migrations held in code (so `npm run build` needs
+// nothing beyond tsc). migrate.ts applies the ones a database lacks, in order, each in its own
+// transaction. Everything lives in the `cpgw` schema: finance can query cpgw.ledger with SQL.
+//
+// Every money operation is one plpgsql function (one round trip, one transaction). Lock order,
+// the same in every function, so concurrent replicas never deadlock: the charge key's advisory
+// lock, the pending entry, the claim, budget counters sorted by key, the company's window row,
+// the ledger head last (it serialises appends, so it is held for the shortest time). Hold and
+// row expiry use the database clock (now()); leases and windows compare the caller's times.
+//
+// Must never: edit a migration once released (add a new one), or hold a lock across statements
+// of different operations.
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+const V1_TABLES = `
+CREATE TABLE cpgw.ledger (
+  ms bigint NOT NULL,
+  seq integer NOT NULL,
+  id text NOT NULL UNIQUE,
+  at timestamptz NOT NULL,
+  at_ms bigint NOT NULL,
+  app text,
+  operation text,
+  kind text,
+  inn text,
+  amount_minor bigint,
+  request_id text,
+  upstream_request_id text,
+  idempotency_key text,
+  reconciled boolean NOT NULL DEFAULT false,
+  record jsonb NOT NULL,
+  written_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (ms, seq)
+);
+CREATE INDEX ledger_at ON cpgw.ledger (at);
+CREATE INDEX ledger_app_at ON cpgw.ledger (app, at);
+CREATE INDEX ledger_idempotency_key ON cpgw.ledger (idempotency_key);
+COMMENT ON TABLE cpgw.ledger IS 'cpgw: one row per charge the upstream made (append-only; id <ms>-<seq> is time-ordered)';
+COMMENT ON COLUMN cpgw.ledger.amount_minor IS 'kopecks charged (X-Charged-Minor)';
+COMMENT ON COLUMN cpgw.ledger.record IS 'the entry as the gateway wrote it (every field)';
+
+CREATE TABLE cpgw.ledger_head (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  ms bigint NOT NULL,
+  seq integer NOT NULL
+);
+INSERT INTO cpgw.ledger_head (one, ms, seq) VALUES (true, -1, -1);
+
+CREATE TABLE cpgw.counters (
+  key text PRIMARY KEY,
+  spent_minor bigint NOT NULL DEFAULT 0,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX counters_expires_at ON cpgw.counters (expires_at);
+COMMENT ON TABLE cpgw.counters IS 'cpgw: budget spend per counter (app:NAME:day:DATE, global:month:MONTH, ...)';
+
+CREATE TABLE cpgw.holds (
+  counter_key text NOT NULL,
+  id text NOT NULL,
+  amount_minor bigint NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (counter_key, id)
+);
+COMMENT ON TABLE cpgw.holds IS 'cpgw: estimates held on a counter by calls in flight (reserved = their sum)';
+
+CREATE TABLE cpgw.pending_charges (
+  key text PRIMARY KEY,
+  body jsonb NOT NULL,
+  at_ms bigint NOT NULL,
+  app text NOT NULL,
+  kind text NOT NULL,
+  inn text NOT NULL,
+  estimate_minor bigint NOT NULL,
+  counters text[] NOT NULL,
+  owner text NOT NULL,
+  lease_until bigint NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  replay_key text,
+  holds_written boolean NOT NULL,
+  opened_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX pending_charges_at ON cpgw.pending_charges (at_ms, key COLLATE "C");
+COMMENT ON TABLE cpgw.pending_charges IS 'cpgw: paid calls sent or about to be sent upstream whose outcome is not recorded yet';
+
+CREATE TABLE cpgw.claims (
+  key text PRIMARY KEY,
+  request_id text,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX claims_expires_at ON cpgw.claims (expires_at);
+COMMENT ON TABLE cpgw.claims IS 'cpgw: idempotency keys already recorded (one ledger row each)';
+
+CREATE TABLE cpgw.windows (
+  inn text PRIMARY KEY,
+  dossier_until bigint NOT NULL,
+  requisites_until bigint NOT NULL,
+  ends_at bigint NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX windows_ends_at ON cpgw.windows (ends_at);
+CREATE INDEX windows_expires_at ON cpgw.windows (expires_at);
+COMMENT ON TABLE cpgw.windows IS 'cpgw: free re-read windows per company (ms epoch), never shortened by a charge';
+`;
+
+const V1_FUNCTIONS = `
+CREATE FUNCTION cpgw.json_int(v jsonb) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN jsonb_typeof(v) = 'number' AND (v #>> '{}') ~ '^-?[0-9]{1,18}$'
+    THEN (v #>> '{}')::bigint END
+$$;
+
+CREATE FUNCTION cpgw.ms(n bigint) RETURNS interval LANGUAGE sql IMMUTABLE AS $$
+  SELECT n * interval '1 millisecond'
+$$;
+
+-- Creates the missing counters (as already expired: invisible until written), locks them in key
+-- order, and starts an expired counter again from nothing (its spend and holds gone), dropping
+-- expired holds.
+CREATE FUNCTION cpgw.lock_counters(p_keys text[], p_create boolean, t timestamptz) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_create THEN
+    INSERT INTO cpgw.counters (key, spent_minor, expires_at)
+      SELECT k, 0, t FROM (SELECT DISTINCT unnest(p_keys) AS k) s ORDER BY k COLLATE "C"
+      ON CONFLICT (key) DO NOTHING;
+  END IF;
+  PERFORM 1 FROM cpgw.counters WHERE key = ANY (p_keys) ORDER BY key COLLATE "C" FOR UPDATE;
+  DELETE FROM cpgw.holds h USING cpgw.counters c
+    WHERE c.key = ANY (p_keys) AND c.expires_at <= t AND h.counter_key = c.key;
+  UPDATE cpgw.counters SET spent_minor = 0
+    WHERE key = ANY (p_keys) AND expires_at <= t AND spent_minor <> 0;
+  DELETE FROM cpgw.holds WHERE counter_key = ANY (p_keys) AND expires_at <= t;
+END $$;
+
+-- BudgetStore.reserve: {1, wrote 0|1} or {0, refusing index (1-based), spent, held}.
+CREATE FUNCTION cpgw.reserve(p_id text, p_amount bigint, p_hold_ms bigint,
+  p_keys text[], p_limits bigint[], p_ttls bigint[]) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+DECLARE
+  t timestamptz := now();
+  n integer := coalesce(array_length(p_keys, 1), 0);
+  s bigint;
+  h bigint;
+  mine bigint;
+  wrote bigint := 0;
+BEGIN
+  IF n = 0 THEN RETURN ARRAY[1, 0]; END IF;
+  PERFORM cpgw.lock_counters(p_keys, true, t);
+  FOR i IN 1..n LOOP
+    IF p_limits[i] IS NOT NULL THEN
+      SELECT c.spent_minor INTO s FROM cpgw.counters c WHERE c.key = p_keys[i];
+      SELECT coalesce(sum(amount_minor), 0), coalesce(sum(amount_minor) FILTER (WHERE id = p_id), 0)
+        INTO h, mine FROM cpgw.holds WHERE counter_key = p_keys[i];
+      IF s + h - mine + p_amount > p_limits[i] THEN RETURN ARRAY[0, i, s, h]; END IF;
+    END IF;
+  END LOOP;
+  FOR i IN 1..n LOOP
+    -- A hold of 0 with none before it (a read an open window covers) changes no counter.
+    IF p_amount <> 0 OR EXISTS (SELECT 1 FROM cpgw.holds WHERE counter_key = p_keys[i] AND id = p_id) THEN
+      wrote := 1;
+      INSERT INTO cpgw.holds (counter_key, id, amount_minor, expires_at)
+        VALUES (p_keys[i], p_id, p_amount, t + cpgw.ms(p_hold_ms))
+        ON CONFLICT (counter_key, id)
+        DO UPDATE SET amount_minor = EXCLUDED.amount_minor, expires_at = EXCLUDED.expires_at;
+      UPDATE cpgw.counters SET expires_at = t + cpgw.ms(p_ttls[i]) WHERE key = p_keys[i];
+    END IF;
+  END LOOP;
+  RETURN ARRAY[1, wrote];
+END $$;
+
+-- settle / addSpend / release: p_id NULL = no hold; p_amount NULL = release only (no spend).
+CREATE FUNCTION cpgw.settle(p_id text, p_keys text[], p_amount bigint, p_ttl_ms bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE t timestamptz := now();
+BEGIN
+  IF coalesce(array_length(p_keys, 1), 0) = 0 THEN RETURN; END IF;
+  PERFORM cpgw.lock_counters(p_keys, p_amount IS NOT NULL, t);
+  IF p_id IS NOT NULL THEN
+    DELETE FROM cpgw.holds WHERE counter_key = ANY (p_keys) AND id = p_id;
+  END IF;
+  IF p_amount IS NOT NULL THEN
+    UPDATE cpgw.counters SET spent_minor = spent_minor + p_amount, expires_at = t + cpgw.ms(p_ttl_ms)
+      WHERE key = ANY (p_keys);
+  END IF;
+END $$;
+
+-- Appends a ledger row; its id's time is max(at, the last id's time), so ids follow commit order.
+CREATE FUNCTION cpgw.append_ledger(p_at bigint, p_record jsonb) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  m bigint;
+  s integer;
+  rid text;
+BEGIN
+  UPDATE cpgw.ledger_head
+    SET ms = greatest(ms, p_at), seq = CASE WHEN p_at > ms THEN 0 ELSE seq + 1 END
+    RETURNING ms, seq INTO m, s;
+  rid := m::text || '-' || s::text;
+  INSERT INTO cpgw.ledger (ms, seq, id, at, at_ms, app, operation, kind, inn, amount_minor,
+      request_id, upstream_request_id, idempotency_key, reconciled, record)
+    VALUES (m, s, rid, to_timestamp(p_at / 1000.0), p_at, p_record ->> 'app', p_record ->> 'operation',
+      p_record ->> 'kind', p_record ->> 'inn', cpgw.json_int(p_record -> 'amountMinor'),
+      p_record ->> 'requestId', p_record ->> 'upstreamRequestId', p_record ->> 'idempotencyKey',
+      coalesce(p_record -> 'reconciled' = 'true'::jsonb, false), p_record);
+  RETURN rid;
+END $$;
+
+-- Max-merges a company's window (caller's times); the row lives until its last window ends.
+CREATE FUNCTION cpgw.merge_window(p_inn text, p_kind text, p_until bigint, p_now bigint, t timestamptz)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  d bigint;
+  r bigint;
+  e bigint;
+BEGIN
+  INSERT INTO cpgw.windows (inn, dossier_until, requisites_until, ends_at, expires_at)
+    VALUES (p_inn, 0, 0, 0, t) ON CONFLICT (inn) DO NOTHING;
+  SELECT CASE WHEN expires_at > t THEN dossier_until ELSE 0 END,
+         CASE WHEN expires_at > t THEN requisites_until ELSE 0 END
+    INTO d, r FROM cpgw.windows WHERE inn = p_inn FOR UPDATE;
+  IF p_kind = 'dossier' THEN
+    d := greatest(d, p_until);
+  ELSE
+    r := greatest(r, p_until);
+    -- A requisites check's data ends an open dossier window (charge-store.ts, WindowOpening).
+    IF p_kind = 'requisites_check' THEN d := least(d, p_now); END IF;
+  END IF;
+  e := greatest(d, r);
+  IF e - p_now <= 0 THEN RETURN; END IF;
+  UPDATE cpgw.windows
+    SET dossier_until = d, requisites_until = r, ends_at = e, expires_at = t + cpgw.ms(e - p_now)
+    WHERE inn = p_inn;
+END $$;
+
+CREATE FUNCTION cpgw.read_window(p_inn text) RETURNS bigint[] LANGUAGE sql STABLE AS $$
+  SELECT coalesce((SELECT ARRAY[dossier_until, requisites_until] FROM cpgw.windows
+    WHERE inn = p_inn AND expires_at > now()), ARRAY[0, 0]::bigint[])
+$$;
+
+CREATE FUNCTION cpgw.open_window(p_inn text, p_kind text, p_until bigint, p_now bigint) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM cpgw.merge_window(p_inn, p_kind, p_until, p_now, now());
+  RETURN cpgw.read_window(p_inn);
+END $$;
+
+-- ChargeStore.openCharge: reserve()'s answer; the pending entry is written only when it held.
+CREATE FUNCTION cpgw.open_charge(p_key text, p_amount bigint, p_hold_ms bigint,
+  p_keys text[], p_limits bigint[], p_ttls bigint[], p_body jsonb, p_owner text, p_lease_until bigint)
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE res bigint[];
+BEGIN
+  PERFORM pg_advisory_xact_lock(7011, hashtext(p_key));
+  res := cpgw.reserve(p_key, p_amount, p_hold_ms, p_keys, p_limits, p_ttls);
+  IF res[1] <> 1 THEN RETURN res; END IF;
+  INSERT INTO cpgw.pending_charges (key, body, at_ms, app, kind, inn, estimate_minor, counters,
+      owner, lease_until, attempts, replay_key, holds_written)
+    VALUES (p_key, p_body, (p_body ->> 'at')::bigint, p_body ->> 'app', p_body ->> 'kind',
+      p_body ->> 'inn', p_amount, ARRAY(SELECT jsonb_array_elements_text(p_body -> 'counters')),
+      p_owner, p_lease_until, 0, NULL, res[2] = 1)
+    ON CONFLICT (key) DO UPDATE SET body = EXCLUDED.body, at_ms = EXCLUDED.at_ms, app = EXCLUDED.app,
+      kind = EXCLUDED.kind, inn = EXCLUDED.inn, estimate_minor = EXCLUDED.estimate_minor,
+      counters = EXCLUDED.counters, owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until,
+      attempts = 0, replay_key = NULL, holds_written = EXCLUDED.holds_written, opened_at = now();
+  RETURN res;
+END $$;
+
+-- ChargeStore.recordCharge: {recorded 0|1, dossierUntil, requisitesUntil}.
+CREATE FUNCTION cpgw.record_charge(p_key text, p_amount bigint, p_ttl_ms bigint, p_request_id text,
+  p_claim_ms bigint, p_at bigint, p_entry jsonb, p_counters text[], p_window_kind text,
+  p_window_until bigint, p_inn text) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+DECLARE
+  t timestamptz := now();
+  held text[];
+  recorded boolean;
+  w bigint[];
+BEGIN
+  PERFORM pg_advisory_xact_lock(7011, hashtext(p_key));
+  SELECT counters INTO held FROM cpgw.pending_charges WHERE key = p_key FOR UPDATE;
+  INSERT INTO cpgw.claims (key, request_id, expires_at) VALUES (p_key, p_request_id, t + cpgw.ms(p_claim_ms))
+    ON CONFLICT (key) DO UPDATE SET request_id = EXCLUDED.request_id, expires_at = EXCLUDED.expires_at
+    WHERE cpgw.claims.expires_at <= t;
+  recorded := FOUND;
+  IF recorded THEN
+    IF coalesce(array_length(p_counters, 1), 0) > 0 THEN
+      PERFORM cpgw.lock_counters(p_counters, true, t);
+      DELETE FROM cpgw.holds WHERE counter_key = ANY (p_counters) AND id = p_key;
+      UPDATE cpgw.counters SET spent_minor = spent_minor + p_amount, expires_at = t + cpgw.ms(p_ttl_ms)
+        WHERE key = ANY (p_counters);
+    END IF;
+    IF p_window_kind IS NOT NULL THEN
+      PERFORM cpgw.merge_window(p_inn, p_window_kind, p_window_until, p_at, t);
+    END IF;
+  END IF;
+  DELETE FROM cpgw.holds WHERE id = p_key AND counter_key = ANY (coalesce(held, '{}') || p_counters);
+  DELETE FROM cpgw.pending_charges WHERE key = p_key;
+  IF recorded THEN PERFORM cpgw.append_ledger(p_at, p_entry); END IF;
+  w := CASE WHEN p_inn IS NULL THEN ARRAY[0, 0]::bigint[] ELSE cpgw.read_window(p_inn) END;
+  RETURN ARRAY[CASE WHEN recorded THEN 1 ELSE 0 END, w[1], w[2]];
+END $$;
+
+-- ChargeStore.releaseCharge: drops the entry and its holds (a no-op when gone).
+CREATE FUNCTION cpgw.release_charge(p_key text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  held text[];
+  wrote boolean;
+BEGIN
+  PERFORM pg_advisory_xact_lock(7011, hashtext(p_key));
+  DELETE FROM cpgw.pending_charges WHERE key = p_key RETURNING counters, holds_written INTO held, wrote;
+  IF FOUND AND wrote THEN
+    DELETE FROM cpgw.holds WHERE id = p_key AND counter_key = ANY (held);
+  END IF;
+END $$;
+
+-- Drops what expired: claims, windows, holds, and counters an hour after they expired (the hour
+-- keeps a sweep off a counter that a reserve has just found and is about to lock).
+CREATE FUNCTION cpgw.sweep() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM cpgw.claims WHERE expires_at <= now();
+  DELETE FROM cpgw.windows WHERE expires_at <= now() - interval '1 hour';
+  DELETE FROM cpgw.holds WHERE expires_at <= now();
+  WITH gone AS (
+    DELETE FROM cpgw.counters WHERE expires_at <= now() - interval '1 hour' RETURNING key
+  ) DELETE FROM cpgw.holds h USING gone WHERE h.counter_key = gone.key;
+END $$;
+`;
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'money: ledger, counters, holds, pending charges, claims, windows',
+    sql: `${V1_TABLES}${V1_FUNCTIONS}`,
+  },
+];
+
+/** The newest schema version this code knows. */
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

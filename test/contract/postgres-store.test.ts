@@ -1,0 +1,318 @@
+// The money roles on PostgreSQL (src/store/postgres/) against the money parts of the shared
+// contract (budgets, ledger, charges), hot roles in memory, in real time (holds and counters
+// expire on the database clock), with a replica on a second pool; plus what only PostgreSQL
+// promises: two replicas racing one cap never overshoot it, ledger ids stay ordered across
+// them, the schema migrates once under concurrent starts, a newer schema and a wrong password
+// are refused in one line without the password, and an unreachable server is
+// StoreUnavailableError. The database is created for this file and dropped at the end.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock, systemClock } from '../../src/clock.ts';
+import type { BudgetCounterSpec, PendingCharge } from '../../src/store/index.ts';
+import { MemoryStore, StoreUnavailableError } from '../../src/store/index.ts';
+import { SCHEMA_VERSION } from '../../src/store/postgres/migrations.ts';
+import { MoneyStoreError, PostgresMoney } from '../../src/store/postgres/postgres-money.ts';
+import { SplitStore } from '../../src/store/split-store.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres.ts';
+import { MONEY_PARTS, runStoreContract } from './contract-harness.ts';
+
+const db: TestDatabase | null = await createTestDatabase('contract');
+const maybe = db ? describe : describe.skip;
+let admin: pg.Pool | null = null;
+
+function split(url: string, poolMax = 10): SplitStore {
+  const money = new PostgresMoney({ url, poolMax, sweepMs: 0 });
+  return new SplitStore(new MemoryStore({ clock: systemClock, cacheMaxBytes: 10 * 1024 * 1024 }), money);
+}
+
+async function openSplit(url: string, poolMax = 10): Promise<SplitStore> {
+  const store = split(url, poolMax);
+  await store.open();
+  return store;
+}
+
+const MONEY_TABLES =
+  'cpgw.ledger, cpgw.counters, cpgw.holds, cpgw.pending_charges, cpgw.claims, cpgw.windows';
+
+async function emptyMoney(): Promise<void> {
+  for (const table of MONEY_TABLES.split(', ')) await admin!.query(`DELETE FROM ${table}`);
+  await admin!.query('UPDATE cpgw.ledger_head SET ms = -1, seq = -1');
+}
+
+beforeAll(async () => {
+  if (!db) return;
+  admin = new pg.Pool({ connectionString: db.url, max: 2 });
+  const first = await openSplit(db.url); // migrates
+  await first.close();
+});
+
+afterAll(async () => {
+  await admin?.end();
+  await db?.drop();
+});
+
+maybe('PostgreSQL money', () => {
+  const url = db?.url ?? '';
+
+  runStoreContract(
+    'memory hot + postgres money',
+    async () => {
+      await emptyMoney();
+      const store = await openSplit(url);
+      return {
+        store,
+        pass: (ms) => new Promise((r) => setTimeout(r, ms)),
+        exactTime: false,
+        clock: new ManualClock(Date.now()),
+        replica: () => openSplit(url),
+        close: () => store.close(),
+      };
+    },
+    MONEY_PARTS,
+  );
+
+  describe('two replicas (two pools) on one database', () => {
+    const DAY = 'app:crm:day:2026-01-15';
+    const specs = (cap: number): BudgetCounterSpec[] => [
+      { key: DAY, limitMinor: cap, ttlMs: 60_000 },
+      { key: 'global:day:2026-01-15', limitMinor: null, ttlMs: 60_000 },
+    ];
+    const pending = (key: string, estimateMinor: number): PendingCharge => ({
+      key,
+      requestId: `req-${key}`,
+      app: 'crm',
+      operation: 'company',
+      kind: 'dossier',
+      inn: '7707083893',
+      estimateMinor,
+      at: Date.now(),
+      method: 'GET',
+      target: '/v1/company/7707083893',
+      body: null,
+      opens: 'dossier',
+      counters: [DAY, 'global:day:2026-01-15'],
+      counterTtlMs: 60_000,
+      owner: 'replica',
+      leaseUntil: Date.now() + 10_000,
+      reconcileAttempts: 0,
+    });
+
+    it('60 openCharge racing one cap across both: exactly the cap is held, never more', async () => {
+      await emptyMoney();
+      const a = await openSplit(url, 5);
+      const b = await openSplit(url, 5);
+      try {
+        const answers = await Promise.all(
+          Array.from({ length: 60 }, (_, i) =>
+            (i % 2 ? a : b).openCharge(pending(`k${i}`, 100), specs(1_050)),
+          ),
+        );
+        expect(answers.filter((r) => r.ok)).toHaveLength(10);
+        expect((await a.readCounters([DAY]))[0]).toEqual({ key: DAY, spentMinor: 0, reservedMinor: 1_000 });
+        expect(await b.pendingCharges()).toHaveLength(10);
+        // Records (actual 99 each) and new opens race too: spend + holds stay within the cap.
+        const open = (await a.pendingCharges()).map((p) => p.key);
+        const mixed = await Promise.all([
+          ...open.map((key, i) =>
+            (i % 2 ? b : a).recordCharge({
+              key,
+              amountMinor: 99,
+              entry: { at: Date.now(), app: 'crm', amountMinor: 99, idempotencyKey: key },
+              counters: [DAY, 'global:day:2026-01-15'],
+              counterTtlMs: 60_000,
+            }),
+          ),
+          ...Array.from({ length: 20 }, (_, i) =>
+            (i % 2 ? a : b).openCharge(pending(`n${i}`, 100), specs(1_050)),
+          ),
+        ]);
+        const reopened = mixed.slice(open.length).filter((r) => 'ok' in r && r.ok).length;
+        const [day] = await b.readCounters([DAY]);
+        expect(day!.spentMinor).toBe(990);
+        expect(day!.spentMinor + day!.reservedMinor).toBeLessThanOrEqual(1_050);
+        expect(day!.reservedMinor).toBe(reopened * 100);
+        expect(await a.readLedger(0, Date.now() + 60_000)).toHaveLength(10);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('ledger ids stay unique and time-ordered under concurrent appends from both', async () => {
+      await emptyMoney();
+      const a = await openSplit(url, 4);
+      const b = await openSplit(url, 4);
+      try {
+        const t0 = Date.now();
+        const ids = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).appendLedger({ at: t0 + (i % 3), n: i })),
+        );
+        expect(new Set(ids).size).toBe(40);
+        const read = await a.readLedger(0, t0 + 10);
+        expect(read).toHaveLength(40);
+        const order = read.map((r) => r.id!.split('-').map(Number) as [number, number]);
+        for (let i = 1; i < order.length; i++) {
+          const [pm, ps] = order[i - 1]!;
+          const [m, s] = order[i]!;
+          expect(m > pm || (m === pm && s > ps)).toBe(true);
+        }
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+  });
+
+  describe('schema and connection', () => {
+    it('migrates once when replicas start together, and the ledger is plain SQL for finance', async () => {
+      const stores = await Promise.all(Array.from({ length: 3 }, () => openSplit(url, 2)));
+      await Promise.all(stores.map((s) => s.close()));
+      const { rows } = await admin!.query('SELECT version FROM cpgw.schema_migrations ORDER BY version');
+      expect(rows.map((r) => r.version)).toEqual([SCHEMA_VERSION]);
+      await emptyMoney();
+      const store = await openSplit(url);
+      try {
+        await store.recordCharge({
+          key: 'fin-1',
+          amountMinor: 9_900,
+          entry: {
+            at: Date.UTC(2026, 0, 15, 9),
+            app: 'crm',
+            operation: 'company',
+            kind: 'dossier',
+            inn: '7707083893',
+            amountMinor: 9_900,
+            upstreamRequestId: 'up-1',
+            requestId: 'req-1',
+            idempotencyKey: 'fin-1',
+            reconciled: true,
+          },
+          counters: [],
+          counterTtlMs: 60_000,
+        });
+      } finally {
+        await store.close();
+      }
+      const sql = await admin!.query(
+        `SELECT at, app, operation, kind, inn, amount_minor, request_id, upstream_request_id,
+                idempotency_key, reconciled FROM cpgw.ledger`,
+      );
+      expect(sql.rows).toEqual([
+        {
+          at: new Date(Date.UTC(2026, 0, 15, 9)),
+          app: 'crm',
+          operation: 'company',
+          kind: 'dossier',
+          inn: '7707083893',
+          amount_minor: '9900',
+          request_id: 'req-1',
+          upstream_request_id: 'up-1',
+          idempotency_key: 'fin-1',
+          reconciled: true,
+        },
+      ]);
+    });
+
+    it('commits durably: synchronous_commit is on even when the URL asks for off', async () => {
+      const money = new PostgresMoney({
+        url: `${url}?options=-c%20synchronous_commit%3Doff`,
+        sweepMs: 0,
+      });
+      try {
+        const { rows } = await money.link.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+        expect(rows[0]!.synchronous_commit).toBe('on');
+      } finally {
+        await money.close();
+      }
+    });
+
+    it('refuses a schema newer than it knows, in one line', async () => {
+      const newer = SCHEMA_VERSION + 1;
+      await admin!.query('INSERT INTO cpgw.schema_migrations (version, name) VALUES ($1, $2)', [
+        newer,
+        'future',
+      ]);
+      try {
+        const store = split(url);
+        const error = await store.open().catch((e: unknown) => e);
+        await store.close();
+        expect(error).toBeInstanceOf(MoneyStoreError);
+        expect((error as Error).message).toContain(`version ${newer}, newer than this gateway knows`);
+        expect((error as Error).message).not.toContain('\n');
+      } finally {
+        await admin!.query('DELETE FROM cpgw.schema_migrations WHERE version = $1', [newer]);
+      }
+    });
+
+    it('a wrong password is refused in one line that never shows the password', async () => {
+      // Trust auth accepts any password; a role that does not exist is refused the same way.
+      const u = new URL(url);
+      u.username = 'cpgw_no_such_role';
+      u.password = 's3cret-Pa55word';
+      const store = split(u.toString());
+      const error = await store.open().catch((e: unknown) => e);
+      await store.close();
+      expect(error).toBeInstanceOf(MoneyStoreError);
+      const message = (error as Error).message;
+      expect(message).not.toContain('s3cret-Pa55word');
+      expect(message).toContain('***');
+      expect(message).not.toContain('\n');
+    });
+
+    it('a statement past the timeout (a counter locked elsewhere) is StoreUnavailableError', async () => {
+      await emptyMoney();
+      const money = new PostgresMoney({ url, statementTimeoutMs: 300, sweepMs: 0, onError: () => {} });
+      const store = new SplitStore(new MemoryStore({ clock: systemClock, cacheMaxBytes: 1 << 20 }), money);
+      const blocker = await admin!.connect();
+      try {
+        await store.addSpend(['locked'], 100, 60_000);
+        await blocker.query('BEGIN');
+        await blocker.query("SELECT 1 FROM cpgw.counters WHERE key = 'locked' FOR UPDATE");
+        const started = Date.now();
+        const error = await store
+          .reserve({
+            id: 'r',
+            amountMinor: 1,
+            counters: [{ key: 'locked', limitMinor: 1_000, ttlMs: 60_000 }],
+            holdMs: 60_000,
+          })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreUnavailableError);
+        expect((error as Error).message).toMatch(/statement timeout/);
+        expect(Date.now() - started).toBeLessThan(3_000);
+        await blocker.query('ROLLBACK');
+        // Nothing was held by the cancelled step; the next one goes through.
+        expect((await store.readCounters(['locked']))[0]).toEqual({
+          key: 'locked',
+          spentMinor: 100,
+          reservedMinor: 0,
+        });
+      } finally {
+        blocker.release();
+        await store.close();
+      }
+    });
+
+    it('an unreachable server is StoreUnavailableError on every money call, quickly', async () => {
+      const money = new PostgresMoney({
+        url: 'postgres://postgres:pw-never-shown@127.0.0.1:1/cpgw',
+        statementTimeoutMs: 1_000,
+        sweepMs: 0,
+        onError: () => {},
+      });
+      const store = new SplitStore(new MemoryStore({ clock: systemClock, cacheMaxBytes: 1 << 20 }), money);
+      try {
+        const started = Date.now();
+        await expect(store.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+        await expect(store.readCounters(['x'])).rejects.toBeInstanceOf(StoreUnavailableError);
+        const error = await store.appendLedger({ at: 1 }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreUnavailableError);
+        expect((error as Error).message).not.toContain('pw-never-shown');
+        expect(Date.now() - started).toBeLessThan(5_000);
+        // The hot roles keep working.
+        await store.set('k', 'v', 60_000);
+        expect(await store.get('k')).toBe('v');
+      } finally {
+        await store.close();
+      }
+    });
+  });
+});
