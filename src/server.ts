@@ -211,6 +211,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     price: (kind) => pipelineDeps.prices.price(kind),
     defaultMetrics: config.metrics.processMetrics,
   });
+  metrics.m.walletLowBalanceDays.set(config.finance.lowBalanceDays);
   const routeByUrl = new Map(UPSTREAM_ROUTES.map((r) => [`${r.method} ${r.url}`, r.name]));
 
   const access = accessLogger(deps.logger, config.log.requests);
@@ -396,6 +397,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     pipelineDeps.upstream.governor.reconfigure({ classes, apps: governorApps(next) });
     pipelineDeps.cache.reconfigure(resolveCacheConfig(next.cache));
     metrics.addApps(next.apps.map((a) => a.name));
+    metrics.m.walletLowBalanceDays.set(next.finance.lowBalanceDays);
     live = generation(nextDeps);
     pipelineDeps.policy.config = next;
     pipelineDeps.policy.budgets = nextDeps.budgets;

@@ -265,6 +265,17 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** Finance settings that are not caps (README "Dashboards and alerts"). */
+    finance: z
+      .object({
+        /**
+         * CpgwWalletLowBalance fires when the wallet covers fewer than this many days of the last
+         * 7 days' average spend (exported as cpgw_wallet_low_balance_days for the rule).
+         */
+        lowBalanceDays: z.number().min(0).max(365).default(7),
+      })
+      .strict()
+      .prefault({}),
     /** Soft budget thresholds: where the one-per-period notice is POSTed (Slack-compatible). */
     notices: z
       .object({
@@ -408,6 +419,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'CPGW_WINDOW_SECONDS', path: ['cost', 'windowSeconds'], type: 'int' },
   { env: 'CPGW_WINDOW_SAFETY_MARGIN_SECONDS', path: ['cost', 'safetyMarginSeconds'], type: 'int' },
   { env: 'CPGW_PRICES_REFRESH_SECONDS', path: ['cost', 'pricesRefreshSeconds'], type: 'int' },
+  { env: 'CPGW_LOW_BALANCE_DAYS', path: ['finance', 'lowBalanceDays'], type: 'int' },
   { env: 'CPGW_METRICS_PORT', path: ['metrics', 'port'], type: 'int' },
   { env: 'CPGW_METRICS_HOST', path: ['metrics', 'host'], type: 'string' },
   { env: 'CPGW_METRICS_ON_MAIN_PORT', path: ['metrics', 'onMainPort'], type: 'bool' },

@@ -237,6 +237,13 @@ export const METRICS = {
     help: "This replica's clock minus the money store's (the clock budget periods and leases follow)",
     labels: [],
   },
+  walletLowBalanceDays: {
+    name: 'cpgw_wallet_low_balance_days',
+    type: 'gauge',
+    help: 'finance.lowBalanceDays: CpgwWalletLowBalance fires when the wallet covers fewer days of average spend',
+    labels: [],
+    shared: true,
+  },
   walletUnattributed: {
     name: 'cpgw_wallet_unattributed_minor_total',
     type: 'counter',
