@@ -41,12 +41,19 @@ const STATIC: Record<string, { file: string; type: string }> = {
   '/console/console.css': { file: 'console.css', type: 'text/css; charset=utf-8' },
 };
 
-/** The static files, read once (they are small): from src/ under tsx, from dist/ when built. */
-function loadStatic(): Map<string, { body: Buffer; type: string }> {
+/**
+ * The static files, read once (they are small): from src/ under tsx, from dist/ when built by
+ * bin/build.js (which copies them). A build without them (tsc alone) starts without a console.
+ */
+function loadStatic(): Map<string, { body: Buffer; type: string }> | null {
   const dir = new URL('./static/', import.meta.url);
   const files = new Map<string, { body: Buffer; type: string }>();
-  for (const [url, { file, type }] of Object.entries(STATIC))
-    files.set(url, { body: readFileSync(new URL(file, dir)), type });
+  try {
+    for (const [url, { file, type }] of Object.entries(STATIC))
+      files.set(url, { body: readFileSync(new URL(file, dir)), type });
+  } catch {
+    return null;
+  }
   return files;
 }
 
@@ -58,8 +65,13 @@ export function registerConsoleRoutes(
   const sessions = new AdminSessions(clock);
   app.decorate('adminSessions', sessions);
   const files = loadStatic();
+  if (!files)
+    app.log.warn(
+      'console files missing from this build (bin/build.js copies src/console/static); /console is off',
+    );
 
   const enabled = () => {
+    if (!files) throw new ApiError('not_found', {}, 'The console is not in this build');
     if (adminTokenEntries(current().config.admin).length === 0)
       throw new ApiError('not_found', {}, 'The console is off (set admin.tokens or admin.tokenHash)');
   };
@@ -93,10 +105,10 @@ export function registerConsoleRoutes(
       enabled();
       return reply.redirect('/console/', 302);
     });
-    for (const url of files.keys()) {
+    for (const url of Object.keys(STATIC)) {
       scope.get(url, async (_request, reply: FastifyReply) => {
         enabled();
-        const f = files.get(url)!;
+        const f = files!.get(url)!;
         return reply.header('content-type', f.type).send(f.body);
       });
     }
