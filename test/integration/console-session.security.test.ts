@@ -1,6 +1,6 @@
 // The console's server side over real sockets (no browser): off (404) without an admin token;
 // a wrong token or a bad body refused in the envelope with no cookie set; the cookie's flags;
-// the strict CSP on every console answer, errors included; the session stands for its token at
+// the strict CSP on every console answer, errors included; Secure over https; the session stands for its token at
 // /admin/* (same role), ends after 30 idle minutes on the gateway's clock, and sign-out needs the
 // CSRF token; no token, session id or CSRF token in any log line.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,23 +43,25 @@ describe('console sessions (server side)', () => {
     return { setCookie, cookie, body };
   }
 
-  it('is off (404) on a gateway without any admin token', async () => {
+  /** Another gateway on the harness's emulator with this config (the harness's, changed). */
+  async function withServer(config: typeof h.config, run: (base: string) => Promise<void>) {
     const clock = new OffsetClock();
-    const store = createStore({ clock, cacheMaxBytes: h.config.store.cacheMaxBytes });
+    const store = createStore({ clock, cacheMaxBytes: config.store.cacheMaxBytes });
     const upstream = new UpstreamClient({ url: h.emulator.url, apiKey: UPSTREAM_KEY, connections: 2 });
-    const server = await buildServer({
-      config: {
-        ...h.config,
-        admin: { ...h.config.admin, tokenHash: null, previousTokenHash: null, tokens: [] },
-      },
-      upstream,
-      store,
-      clock,
-      logger: createLogger('silent'),
-    });
+    const server = await buildServer({ config, upstream, store, clock, logger: createLogger('silent') });
     await server.listen({ host: '127.0.0.1', port: 0 });
     try {
-      const base = `http://127.0.0.1:${(server.server.address() as { port: number }).port}`;
+      await run(`http://127.0.0.1:${(server.server.address() as { port: number }).port}`);
+    } finally {
+      await server.close();
+      await upstream.close();
+      await store.close();
+    }
+  }
+
+  it('is off (404) on a gateway without any admin token', async () => {
+    const admin = { ...h.config.admin, tokenHash: null, previousTokenHash: null, tokens: [] };
+    await withServer({ ...h.config, admin }, async (base) => {
       for (const [method, path] of [
         ['GET', '/console/'],
         ['GET', '/console/app.js'],
@@ -71,11 +73,20 @@ describe('console sessions (server side)', () => {
         expect(res.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
         expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
       }
-    } finally {
-      await server.close();
-      await upstream.close();
-      await store.close();
-    }
+    });
+  });
+
+  it('marks the cookie Secure when the request came over https (behind a trusted proxy)', async () => {
+    await withServer({ ...h.config, server: { ...h.config.server, trustProxy: true } }, async (base) => {
+      const signIn = (proto: string) =>
+        fetch(`${base}/console/session`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-forwarded-proto': proto },
+          body: JSON.stringify({ token: h.adminTokens.fin }),
+        });
+      expect((await signIn('https')).headers.get('set-cookie')).toMatch(/; Secure$/);
+      expect((await signIn('http')).headers.get('set-cookie')).not.toMatch(/Secure/);
+    });
   });
 
   it('serves the page, the module and the style sheet under the strict CSP', async () => {
