@@ -51,6 +51,9 @@ const fromMinor = (minor) => (minor === null ? '' : (minor / 100).toFixed(2));
 
 class SignedOut extends Error {}
 
+/** A budget's scope as people read it (`_global` is every app together). */
+const label = (scope) => (scope === '_global' ? 'global (all apps)' : scope);
+
 /** One admin API call with the session; a 401 ends the session and shows the sign-in page. */
 async function api(method, path, body, headers = {}) {
   const init = { method, headers: { ...headers }, credentials: 'same-origin' };
@@ -295,7 +298,13 @@ async function budgetsPage(page) {
       h(
         'tr',
         {},
-        head.map((t) => h('th', { scope: 'col' }, t)),
+        head.map((t) =>
+          h(
+            'th',
+            { scope: 'col', class: ['Cap', 'Soft threshold', 'Spent', 'Version'].includes(t) ? 'num' : null },
+            t,
+          ),
+        ),
         canEdit() ? h('th', { scope: 'col' }, 'Edit') : null,
       ),
     ),
@@ -306,7 +315,7 @@ async function budgetsPage(page) {
         h(
           'tr',
           { 'data-budget': `${b.app}/${b.period}` },
-          h('th', { scope: 'row' }, b.app === '_global' ? 'all apps (global)' : b.app),
+          h('th', { scope: 'row' }, label(b.app)),
           h('td', {}, b.period),
           h('td', { class: 'num' }, money(b.limitMinor)),
           h('td', { class: 'num' }, money(b.softMinor)),
@@ -320,14 +329,14 @@ async function budgetsPage(page) {
       ),
     ),
   );
-  page.replaceChildren(h('h1', {}, 'Budgets'), status, table, editor);
+  page.replaceChildren(h('h1', {}, 'Budgets'), status, editor, table);
 }
 
 function editButton(b, editor, status) {
   const button = h(
     'button',
     { type: 'button', class: 'secondary', 'data-edit': `${b.app}/${b.period}` },
-    `Edit ${b.app} ${b.period}`,
+    `Edit ${label(b.app)} ${b.period}`,
   );
   button.addEventListener('click', () => editForm(b, editor, status));
   return button;
@@ -341,7 +350,7 @@ function editForm(b, editor, status, notice = '') {
   const form = h(
     'form',
     { class: 'stack', id: 'budget-form', 'aria-labelledby': 'edit-title' },
-    h('h2', { id: 'edit-title' }, `Edit ${b.app} ${b.period} budget`),
+    h('h2', { id: 'edit-title' }, `Edit the ${label(b.app)} ${b.period} budget`),
     h('p', { id: 'edit-version' }, `Editing version ${b.version} (source: ${b.source})`),
     h('label', { for: 'cap' }, 'Cap in roubles (empty: no cap)'),
     cap,
@@ -406,6 +415,8 @@ function cancelButton(editor) {
 // ---- Ledger -----------------------------------------------------------------------------------
 
 const day = (ms) => new Date(ms).toISOString().slice(0, 10);
+/** An ISO time as `2026-11-28 09:29:27 UTC`. */
+const when = (iso) => `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
 
 async function ledgerPage(page, params) {
   const apps = Object.keys((await budgets()).budgets).filter((a) => a !== GLOBAL);
@@ -478,7 +489,8 @@ async function ledgerPage(page, params) {
         h(
           'tr',
           {},
-          ['Time', 'App', 'Operation', 'Kind', 'INN', 'Amount'].map((t) => h('th', { scope: 'col' }, t)),
+          ['Time', 'App', 'Operation', 'Kind', 'INN'].map((t) => h('th', { scope: 'col' }, t)),
+          h('th', { scope: 'col', class: 'num' }, 'Amount'),
         ),
       ),
       h(
@@ -488,7 +500,7 @@ async function ledgerPage(page, params) {
           h(
             'tr',
             {},
-            h('td', {}, e.time),
+            h('td', {}, when(e.time)),
             h('td', {}, e.app),
             h('td', {}, e.operation),
             h('td', {}, e.kind),
@@ -522,7 +534,17 @@ async function auditPage(page, params) {
     return;
   }
   const data = await res.json();
-  const figures = (v) => (v === null ? '—' : JSON.stringify(v));
+  /** An entry's before/after: amounts (`*_minor`) in roubles, the rest as it is. */
+  const figures = (v) => {
+    if (v === null || typeof v !== 'object') return v === null ? '—' : String(v);
+    return Object.entries(v)
+      .map(([k, x]) =>
+        k.endsWith('_minor')
+          ? `${k.slice(0, -6)}: ${money(x)}`
+          : `${k}: ${typeof x === 'object' ? JSON.stringify(x) : x}`,
+      )
+      .join(', ');
+  };
   const go = (trail, text) =>
     h('a', { href: `#/audit${trail.length ? `?trail=${trail.join(',')}` : ''}` }, text);
   page.replaceChildren(
@@ -549,7 +571,7 @@ async function auditPage(page, params) {
           h(
             'tr',
             { 'data-audit': e.id },
-            h('td', {}, e.time),
+            h('td', {}, when(e.time)),
             h('td', {}, e.actor),
             h('td', {}, e.role),
             h('td', {}, e.action),
