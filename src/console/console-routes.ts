@@ -116,6 +116,15 @@ export function registerConsoleRoutes(
     // Sign in: {"token": "..."} once; the answer carries the CSRF token, the cookie the session.
     scope.post('/console/session', async (request, reply) => {
       enabled();
+      // JSON only: a cross-site form cannot send it without a preflight (no login CSRF).
+      if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? ''))
+        throw ApiError.validation([
+          {
+            field: 'content-type',
+            code: 'invalid_value',
+            message: 'sign-in takes a JSON body (application/json)',
+          },
+        ]);
       const raw = Buffer.isBuffer(request.body) ? request.body : undefined;
       const body = raw && raw.length > 0 ? parseJsonBody(raw) : null;
       const token = body && typeof body === 'object' ? (body as Record<string, unknown>).token : undefined;

@@ -110,6 +110,22 @@ describe('console sessions (server side)', () => {
     expect(missing.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
   });
 
+  it('takes sign-in as JSON only (a cross-site form cannot sign a browser in)', async () => {
+    for (const type of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+    ]) {
+      const res = await fetch(url('/console/session'), {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body: JSON.stringify({ token: h.adminTokens.fin }),
+      });
+      expect(res.status, type).toBe(422);
+      expect(res.headers.get('set-cookie')).toBeNull();
+    }
+  });
+
   it('refuses a wrong token or a bad body in the envelope and sets no cookie', async () => {
     for (const [body, status, code] of [
       [JSON.stringify({ token: 'cpgw_wrong' }), 401, 'unauthorized'],

@@ -3,8 +3,8 @@
 // (and have a stale edit refused with the current values), see the audit entry, the next
 // over-cap paid call refused 402, the CSV link give what /admin/ledger gives, no CSRF header = 403
 // and nothing changed, a viewer sees no edit controls (and the API refuses it), sign-out ends the
-// session (old cookie: 401). axe-core finds no serious or critical violation on any page, and
-// Tab reaches every control. CPGW_CONSOLE_SCREENSHOTS=1 writes docs/console/*.png (1280x800).
+// session (old cookie: 401), an idle session sends the page back to sign-in. axe-core finds no
+// serious or critical violation on any page, and Tab reaches every control. CPGW_CONSOLE_SCREENSHOTS=1 writes docs/console/*.png (1280x800).
 // Without Chromium the file skips loudly; under REQUIRE_CHROMIUM=1 it fails instead.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -185,6 +185,7 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
     expect(await page.locator('svg.chart desc').textContent()).toMatch(/crm: 198,00\s₽ of 990,00\s₽/);
     expect(await axe(page)).toEqual([]);
     await shot(page, 'overview');
+    await everyControlByKeyboard(page);
 
     // Budgets: lower crm's day cap to 250 ₽ with a reason; the form shows the version it edits.
     await show(page, '#/budgets', 'budgets');
@@ -240,6 +241,7 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
 
     // Audit trail: the console's change with its reason, by fin (finance).
     await show(page, '#/audit', 'audit');
+    await everyControlByKeyboard(page);
     const row = page.locator('#audit tr', { hasText: 'Q4 freeze from the console' });
     expect(await row.count()).toBe(1);
     const cells = await row.locator('td').allInnerTexts();
@@ -294,6 +296,15 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
     });
     expect(write).toEqual([403, 'viewer']);
     expect(await crmDay()).toMatchObject({ limitMinor: 30_000, version: 2 });
+    // 31 idle minutes on the gateway's clock: the next page load finds the session gone and
+    // goes back to sign-in. (Last in the file: the clock stays moved.)
+    h.gateway.clock.advance(31 * 60_000);
+    await page.evaluate(() => {
+      location.hash = '#/audit';
+    });
+    await page.locator('#signin').waitFor();
+    expect(await page.locator('#signin-error').textContent()).toContain('Your session has ended');
+    expect(await page.locator('#nav').isVisible()).toBe(false);
     await context.close();
   });
 });
