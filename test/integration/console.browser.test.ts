@@ -183,6 +183,10 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
     expect(crmRow).toContain('9702,00₽');
     expect((await page.locator('tr[data-app="total"]').innerText()).replace(/\s/g, '')).toContain('297,00₽');
     expect(await page.locator('svg.chart desc').textContent()).toMatch(/crm: 198,00\s₽ of 990,00\s₽/);
+    // The wallet section reads /admin/reconciliation: nothing unattributed (every charge is the gateway's).
+    expect((await page.locator('dd[data-field="unattributed"]').innerText()).replace(/\s/g, '')).toBe(
+      '0,00₽',
+    );
     expect(await axe(page)).toEqual([]);
     await shot(page, 'overview');
     await everyControlByKeyboard(page);

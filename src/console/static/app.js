@@ -261,7 +261,36 @@ async function overview(page) {
     table,
     h('h2', {}, 'This month: spend against cap'),
     spendChart(chartRows),
+    await walletSection(),
   );
+}
+
+/** The vendor's wallet against the ledger, last 7 days (GET /admin/reconciliation). */
+async function walletSection() {
+  const res = await api('GET', '/admin/reconciliation');
+  const section = h(
+    'section',
+    { 'aria-labelledby': 'wallet-h' },
+    h('h2', { id: 'wallet-h' }, 'Wallet, last 7 days'),
+  );
+  if (!res.ok) {
+    section.append(h('p', { class: 'error' }, await errorText(res)));
+    return section;
+  }
+  const rec = await res.json();
+  const last = rec.days.at(-1);
+  const dl = h(
+    'dl',
+    { class: 'wallet' },
+    h('dt', {}, 'Balance (as the vendor last showed it)'),
+    h('dd', { 'data-field': 'balance' }, last ? money(last.balance_minor) : 'not known yet'),
+    h('dt', {}, 'Unattributed spend (the wallet fell by more than the ledger charged)'),
+    h('dd', { 'data-field': 'unattributed' }, money(rec.totals.unattributed_minor)),
+    h('dt', {}, 'Top-ups'),
+    h('dd', { 'data-field': 'topups' }, money(rec.totals.top_up_minor)),
+  );
+  section.append(dl);
+  return section;
 }
 
 // ---- Budgets ----------------------------------------------------------------------------------
