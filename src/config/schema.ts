@@ -167,6 +167,12 @@ export const configSchema = z
          */
         stateDir: z.string().min(1).nullable().default('.cpgw-state'),
         /**
+         * A store fault on a paid call (opening its charge, its company's charge lock) is retried
+         * with backoff and jitter for up to this long, within the request's deadline, before
+         * answering 503 store_unavailable: a failover is waited out. 0: answer at once.
+         */
+        failoverWaitMs: z.number().int().min(0).max(60_000).default(10_000),
+        /**
          * Redis only: bytes of the in-process tier in front of the shared cache (hot entries, kept
          * no longer than their own TTL, purged on every replica over pub/sub). 0 turns it off.
          */
@@ -407,6 +413,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'CPGW_STORE_PREFIX', path: ['store', 'prefix'], type: 'string' },
   { env: 'CPGW_CACHE_MAX_BYTES', path: ['store', 'cacheMaxBytes'], type: 'int' },
   { env: 'CPGW_STATE_DIR', path: ['store', 'stateDir'], type: 'string' },
+  { env: 'CPGW_STORE_FAILOVER_WAIT_MS', path: ['store', 'failoverWaitMs'], type: 'int' },
   { env: 'CPGW_POSTGRES_URL', path: ['store', 'postgresUrl'], type: 'string' },
   { env: 'CPGW_POSTGRES_POOL_MAX', path: ['store', 'postgresPoolMax'], type: 'int' },
   { env: 'CPGW_POSTGRES_STATEMENT_TIMEOUT_MS', path: ['store', 'postgresStatementTimeoutMs'], type: 'int' },

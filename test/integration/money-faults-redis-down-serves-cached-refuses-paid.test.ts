@@ -44,7 +44,7 @@ maybe('Redis down under load', () => {
   beforeAll(async () => {
     h = await startHarness({
       apps: [{ name: 'alpha' }],
-      config: { store: { stateDir: null } },
+      config: { store: { stateDir: null, failoverWaitMs: 0 } },
       store: (clock) => {
         store = createStore({
           redisUrl: redis!.url,

@@ -34,7 +34,10 @@ maybe('PostgreSQL crashed (-m immediate) under paid traffic', () => {
     await money.close();
     h = await startHarness({
       apps: [{ name: 'capped', budgets: { day: { limitMinor: CAP } } }],
-      config: { store: { stateDir: null }, cost: { leaseMs: 1_000, reconcileIntervalMs: 200 } },
+      config: {
+        store: { stateDir: null, failoverWaitMs: 0 },
+        cost: { leaseMs: 1_000, reconcileIntervalMs: 200 },
+      },
       store: (clock) => {
         const store = createStore({
           clock,

@@ -63,7 +63,7 @@ interface Me {
     await migrated(db!.url);
     h = await startHarness({
       apps: [{ name: 'capped', budgets: { day: { limitMinor: CAP } } }],
-      config: { store: { stateDir: null } },
+      config: { store: { stateDir: null, failoverWaitMs: 0 } },
       store: make,
     });
   });
@@ -152,7 +152,7 @@ async function startProxy(target: URL): Promise<{ url: string; cut(): Promise<vo
     proxy = await startProxy(new URL(db!.url));
     h = await startHarness({
       apps: [{ name: 'alpha' }],
-      config: { store: { stateDir: null } },
+      config: { store: { stateDir: null, failoverWaitMs: 0 } },
       store: (clock) => {
         const store = createStore({
           clock,

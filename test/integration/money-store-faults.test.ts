@@ -53,7 +53,7 @@ describe('a store fault at any step of the charge path', () => {
       emulator: { checkSeconds: 0.05, checkWaitSeconds: 2 },
       // Long leases and a slow reconciler loop: no background store call lands inside the
       // request being counted; the test runs the reconciler itself (POST /admin/reconcile).
-      config: { cost: { leaseMs: LEASE_MS, reconcileIntervalMs: 60_000 } },
+      config: { store: { failoverWaitMs: 0 }, cost: { leaseMs: LEASE_MS, reconcileIntervalMs: 60_000 } },
       store: (clock) => {
         faulty = new FaultyStore(createStore({ clock, cacheMaxBytes: 64 * 1024 * 1024 }));
         return faulty;

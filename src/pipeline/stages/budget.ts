@@ -13,6 +13,7 @@ import { NotLeader } from '../../upstream/governed-upstream.ts';
 import type { Outcome } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
+import { retryStoreFaults, storeRetry } from '../store-retry-options.ts';
 
 export const budget: StageFactory = (deps) => async (ctx, next) => {
   if (ctx.shape === null || ctx.app === null || ctx.idempotencyKey === undefined) return next();
@@ -51,7 +52,8 @@ export const budget: StageFactory = (deps) => async (ctx, next) => {
   };
   // The charge is opened while the stages below take the rate slot (one round trip for both, not
   // two in a row); the call itself is sent only once the entry is written (ctx.opened).
-  const opening = deps.charges.open(request).then(
+  // A store fault is waited out within the deadline (a failover), then answered 503.
+  const opening = retryStoreFaults(() => deps.charges.open(request), storeRetry(ctx, deps)).then(
     (opened) => ({ opened }),
     (error: unknown) => ({ error }),
   );

@@ -5,6 +5,7 @@
 import { ChargeWaitTimeout } from '../../cost/charge-gate.ts';
 import { upstreamUnavailable } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
+import { retryStoreFaults, storeRetry } from '../store-retry-options.ts';
 
 export const chargeGate: StageFactory = (deps) => async (ctx, next) => {
   const need = ctx.shape?.covered ?? null;
@@ -12,7 +13,11 @@ export const chargeGate: StageFactory = (deps) => async (ctx, next) => {
   let gate: Awaited<ReturnType<typeof deps.gate.enter>>;
   try {
     // The cache stage has just read the windows: the gate's first look reuses them.
-    gate = await deps.gate.enter(ctx.shape.inn, need, ctx.deadline, ctx.signal, ctx.windows);
+    const shape = ctx.shape;
+    gate = await retryStoreFaults(
+      () => deps.gate.enter(shape.inn, need, ctx.deadline, ctx.signal, ctx.windows),
+      storeRetry(ctx, deps),
+    );
   } catch (err) {
     if (err instanceof ChargeWaitTimeout)
       return upstreamUnavailable('charge_in_flight', { inn: ctx.shape.inn });
