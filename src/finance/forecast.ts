@@ -35,7 +35,7 @@ export interface ForecastPlan {
   /** Today's local date, "YYYY-MM-DD". */
   today: string;
   /** The last RECENT_DAYS full local days, oldest first. */
-  recentDays: string[];
+  recentDays: readonly string[];
   /** Elapsed fraction of today, 0..1. */
   dayFraction: number;
   /** Whole local days in this month after today. */
@@ -58,21 +58,46 @@ export interface Forecast {
 
 /** The plan for a reading in the zone (local day bounds found to the second). */
 export function forecastPlan(now: number, timeZone: string): ForecastPlan {
+  const { today, start, end, recentDays, daysAfterToday } = dayOf(now, timeZone);
+  const dayFraction = Math.min(1, Math.max(0, (now - start) / Math.max(1, end - start)));
+  return { today, recentDays, dayFraction, daysAfterToday };
+}
+
+interface LocalDay {
+  today: string;
+  start: number;
+  end: number;
+  recentDays: readonly string[];
+  daysAfterToday: number;
+}
+
+/**
+ * Per zone, the local day last asked for (a bounds search costs ~150 us of formatToParts; /v1/me
+ * and every scrape ask): reused while `now` falls inside it.
+ */
+const lastDay = new Map<string, LocalDay>();
+
+/** The local day containing `now`: its [start, end) in epoch ms (to the second) and calendar facts. */
+function dayOf(now: number, timeZone: string): LocalDay {
+  const known = lastDay.get(timeZone);
+  if (known && now >= known.start && now < known.end) return known;
   const today = localDate(now, timeZone);
   const start = boundary(now - 2 * DAY_MS, now, (ms) => localDate(ms, timeZone) === today);
   const end = boundary(now, now + 2 * DAY_MS, (ms) => localDate(ms, timeZone) !== today);
-  const dayFraction = Math.min(1, Math.max(0, (now - start) / Math.max(1, end - start)));
   const [y, m, d] = today.split('-').map(Number) as [number, number, number];
   const daysInMonth = new Date(Date.UTC(y, m, 0)).getUTCDate();
   const recentDays: string[] = [];
   for (let k = RECENT_DAYS; k >= 1; k--)
     recentDays.push(new Date(Date.UTC(y, m - 1, d - k)).toISOString().slice(0, 10));
-  return { today, recentDays, dayFraction, daysAfterToday: daysInMonth - d };
+  const day = { today, start, end, recentDays, daysAfterToday: daysInMonth - d };
+  if (lastDay.size > 64) lastDay.clear();
+  lastDay.set(timeZone, day);
+  return day;
 }
 
 /**
- * The first ms in [lo, hi] where `after(ms)` holds, to the second (after is false at lo, true at hi,
- * and flips once in between).
+ * The first ms in (lo, hi] where `after(ms)` holds (after is false at lo, true at hi, and flips
+ * once in between, on a whole second).
  */
 function boundary(lo: number, hi: number, after: (ms: number) => boolean): number {
   while (hi - lo > 1000) {
@@ -80,7 +105,9 @@ function boundary(lo: number, hi: number, after: (ms: number) => boolean): numbe
     if (after(mid)) hi = mid;
     else lo = mid;
   }
-  return hi;
+  // Zone offsets are whole seconds, so a day starts on a whole second: the first one past lo.
+  const second = (Math.floor(lo / 1000) + 1) * 1000;
+  return second <= hi && after(second) ? second : hi;
 }
 
 /** The average spend per day since the first day with spend in the window, or null (none). */

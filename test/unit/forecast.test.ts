@@ -51,6 +51,13 @@ describe('forecastPlan', () => {
     expect(forecastPlan(msk(2026, 2, 28, 23, 59), TZ).daysAfterToday).toBe(0);
   });
 
+  it('a new day starts at local midnight to the millisecond', () => {
+    const midnight = msk(2026, 3, 11);
+    expect(forecastPlan(midnight - 1, TZ)).toMatchObject({ today: '2026-03-10' });
+    expect(forecastPlan(midnight - 1, TZ).dayFraction).toBeCloseTo(1, 6);
+    expect(forecastPlan(midnight, TZ)).toMatchObject({ today: '2026-03-11', dayFraction: 0 });
+  });
+
   it('measures the elapsed fraction of a 23-hour DST day in its own hours', () => {
     // Europe/Berlin springs forward on 2026-03-29 (02:00 -> 03:00): 12:00 local is 11 h in.
     const noon = Date.UTC(2026, 2, 29, 10); // 12:00 CEST
