@@ -21,6 +21,8 @@ import { getAll, type StateStore } from '../store/state-store.ts';
 export const REPLICA_PREFIX = 'replica:';
 export const HEARTBEAT_INTERVAL_MS = 10_000;
 export const HEARTBEAT_TTL_MS = 30_000;
+/** The longest a shutdown waits for the last write (taking this replica off the list). */
+const STOP_WAIT_MS = 1000;
 
 /** One heartbeat as stored and as GET /admin/replicas shows it. */
 export interface ReplicaRecord {
@@ -128,8 +130,17 @@ export class ReplicaHeartbeat {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    // The state role has no delete: a 1 ms TTL takes the key off the list now.
-    await this.o.store.set(this.key, JSON.stringify(this.record()), 1).catch(() => {});
+    // The state role has no delete: a 1 ms TTL takes the key off the list now. A store that does
+    // not answer within a second does not hold up the shutdown (the key lapses within the TTL).
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      this.o.store.set(this.key, JSON.stringify(this.record()), 1).catch(() => {}),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, STOP_WAIT_MS);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
   }
 
   private get key(): string {
