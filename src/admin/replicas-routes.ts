@@ -17,7 +17,7 @@ export interface ReplicaRoutesOptions {
 
 export function registerReplicaRoutes(app: FastifyInstance, o: ReplicaRoutesOptions): void {
   const authorize = (request: FastifyRequest, right: AdminRight) =>
-    authorizeAdmin(request.headers.authorization, o.current().config.admin, right);
+    authorizeAdmin(request, o.current().config.admin, right);
 
   app.get('/admin/replicas', async (request) => {
     authorize(request, 'read');
