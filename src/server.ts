@@ -14,6 +14,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import { registerAdminRoutes } from './admin/admin-routes.ts';
+import { registerReplicaRoutes } from './admin/replicas-routes.ts';
 import { ResponseCache, resolveCacheConfig } from './cache/index.ts';
 import { SectionVerdicts } from './cache/section-verdicts.ts';
 import { createCheckEvents, registerWebhookIngress } from './checks/check-events.ts';
@@ -46,6 +47,7 @@ import { SharedGauges } from './metrics/shared-gauges.ts';
 import { SoftLimitNotices } from './metrics/soft-limit-notices.ts';
 import { registerHealthRoutes } from './ops/health-routes.ts';
 import { metricsListenerHealth, registerMetricsRoutes } from './ops/metrics-routes.ts';
+import { ReplicaHeartbeat } from './ops/replica-heartbeat.ts';
 import { requestLogLine } from './ops/request-log.ts';
 import type { RequestContext } from './pipeline/context.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
@@ -299,6 +301,19 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       'no shared finance store given: budget overrides and the audit trail stay in this process',
     );
   const pipelineDeps = buildPipelineDeps(deps, metrics, finance);
+  // This replica's heartbeat (GET /admin/replicas) and cpgw_config_info{hash}: a reload updates both.
+  const heartbeat = new ReplicaHeartbeat({
+    store: deps.store,
+    clock: deps.clock,
+    config,
+    onError: (err) =>
+      deps.logger.warn(
+        { err: (err as Error)?.message },
+        'replica heartbeat not written; retrying every 10 s',
+      ),
+    onRecovered: () => deps.logger.info('replica heartbeat written again'),
+  });
+  metrics.m.configInfo.set({ hash: heartbeat.hash }, 1);
   registerMetricsRoutes(app, {
     metrics,
     shared: new SharedGauges({
@@ -364,8 +379,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (replayed > 0)
       deps.logger.warn({ operations: replayed }, 'replaying money operations a previous run left');
     pipelineDeps.reconciler.start();
+    await heartbeat.start();
   });
   app.addHook('onClose', async () => {
+    await heartbeat.stop();
     pipelineDeps.moneyClock.stop();
     await unsubscribeBudgets?.().catch(() => {});
     pipelineDeps.prices.stop();
@@ -402,6 +419,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     live = generation(nextDeps);
     pipelineDeps.policy.config = next;
     pipelineDeps.policy.budgets = nextDeps.budgets;
+    const previousHash = heartbeat.hash;
+    void heartbeat.setConfig(next);
+    if (heartbeat.hash !== previousHash) {
+      metrics.m.configInfo.remove({ hash: previousHash });
+      metrics.m.configInfo.set({ hash: heartbeat.hash }, 1);
+    }
     return { apps: next.apps.map((a) => a.name), restartNeeded: restartNeeded(config, next) };
   };
   const trail = new AuditTrail({ store: finance, clock: deps.clock, logger: app.log });
@@ -438,6 +461,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
   // The web console at /console/ over the admin API (404 while no admin token is configured).
   registerConsoleRoutes(app, current, deps.clock);
+  registerReplicaRoutes(app, { current, heartbeat });
   for (const route of UPSTREAM_ROUTES) {
     app.route({
       method: route.method,

@@ -8,9 +8,16 @@
 // the FinanceStore, copied on each replica by BudgetOverrides) wins over the YAML `budgets:`
 // (source "config") until it is DELETEd; finance acts without a deploy. refresh() brings that
 // copy up to date (a settings-version read memoized for a moment) and runs before every hold.
+//
+// Forecasts (issue 29): status() also gives each budget's period-end spend forecast
+// (finance/forecast.ts states the method), from the day counters of the last 7 full days. Those
+// counters live on after their day (settling sets the month's TTL), and are read at most once an
+// hour per scope (a cache per store, kept across reloads): they only change when a late charge
+// settles on yesterday's counter.
 import type { Clock } from '../clock.ts';
 import type { BudgetOverrides } from '../finance/budget-overrides.ts';
 import { GLOBAL_SCOPE } from '../finance/finance-store.ts';
+import { type ForecastPlan, forecastPlan, forecastSpend } from '../finance/forecast.ts';
 import type { BudgetCounterSpec, BudgetStore, CounterState, ReserveResult } from '../store/store.ts';
 import { budgetCounterKey, PERIODS, type Period, periodId, periodTtlMs } from './budget-periods.ts';
 
@@ -77,6 +84,8 @@ export interface BudgetStatus {
   /** ISO time of the last admin change, or null. */
   updatedAt: string | null;
   reason: string | null;
+  /** Spend forecast for the end of this period (finance/forecast.ts), never below spentMinor. */
+  forecastMinor: number;
 }
 
 interface CounterRef {
@@ -121,8 +130,7 @@ export class BudgetGuard {
     return this.options.overrides?.fresh() ?? Promise.resolve();
   }
 
-  private counters(app: string): CounterRef[] {
-    const now = this.options.clock.now();
+  private counters(app: string, now = this.options.clock.now()): CounterRef[] {
     const refs: CounterRef[] = [];
     for (const period of PERIODS) {
       const id = periodId(period, now, this.options.timeZone);
@@ -194,9 +202,51 @@ export class BudgetGuard {
   /** Budgets of one app (and the global ones) for the current periods. */
   async status(app: string): Promise<BudgetStatus[]> {
     await this.refresh();
-    const refs = this.counters(app);
-    const states = await this.options.store.readCounters(refs.map((r) => r.spec.key));
-    return refs.map((ref, i) => toStatus(ref, states[i]!));
+    const now = this.options.clock.now();
+    const refs = this.counters(app, now);
+    const plan = forecastPlan(now, this.options.timeZone);
+    const [states, appDays, globalDays] = await Promise.all([
+      this.options.store.readCounters(refs.map((r) => r.spec.key)),
+      this.recentSpend({ app }, plan, now),
+      this.recentSpend('global', plan, now),
+    ]);
+    const spent = (scope: 'app' | 'global', period: Period) =>
+      states[refs.findIndex((r) => r.scope === scope && r.period === period)]!.spentMinor;
+    const forecasts = {
+      app: forecastSpend(plan, {
+        spentDayMinor: spent('app', 'day'),
+        spentMonthMinor: spent('app', 'month'),
+        recentSpentMinor: appDays,
+      }),
+      global: forecastSpend(plan, {
+        spentDayMinor: spent('global', 'day'),
+        spentMonthMinor: spent('global', 'month'),
+        recentSpentMinor: globalDays,
+      }),
+    };
+    return refs.map((ref, i) => {
+      const f = forecasts[ref.scope];
+      return toStatus(ref, states[i]!, ref.period === 'day' ? f.dayMinor : f.monthMinor);
+    });
+  }
+
+  /** Spend on each of plan.recentDays for one scope (cached per store; see the header). */
+  private async recentSpend(owner: { app: string } | 'global', plan: ForecastPlan, now: number) {
+    const { store } = this.options;
+    let cache = historyCache.get(store);
+    if (!cache) {
+      cache = new Map();
+      historyCache.set(store, cache);
+    }
+    const name = owner === 'global' ? '*global*' : `app:${owner.app}`;
+    const hit = cache.get(name);
+    if (hit && hit.today === plan.today && now - hit.readAt < HISTORY_REREAD_MS && now >= hit.readAt)
+      return hit.values;
+    const states = await store.readCounters(plan.recentDays.map((d) => budgetCounterKey(owner, 'day', d)));
+    const values = states.map((s) => s.spentMinor);
+    if (cache.size > 10_000) cache.clear();
+    cache.set(name, { today: plan.today, readAt: now, values });
+    return values;
   }
 
   /** The global budgets plus every configured app's (admin). */
@@ -209,7 +259,14 @@ export class BudgetGuard {
   }
 }
 
-function toStatus(ref: CounterRef, state: CounterState): BudgetStatus {
+/** Full days' spend changes only by a late settlement: read again after this long. */
+const HISTORY_REREAD_MS = 3_600_000;
+const historyCache = new WeakMap<
+  BudgetStore,
+  Map<string, { today: string; readAt: number; values: number[] }>
+>();
+
+function toStatus(ref: CounterRef, state: CounterState, forecastMinor: number): BudgetStatus {
   const limit = ref.spec.limitMinor;
   return {
     scope: ref.scope,
@@ -225,5 +282,6 @@ function toStatus(ref: CounterRef, state: CounterState): BudgetStatus {
     updatedBy: ref.resolved.updatedBy,
     updatedAt: ref.resolved.updatedAt === null ? null : new Date(ref.resolved.updatedAt).toISOString(),
     reason: ref.resolved.reason,
+    forecastMinor,
   };
 }

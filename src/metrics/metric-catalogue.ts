@@ -204,6 +204,13 @@ export const METRICS = {
     labels: ['app', 'period'],
     shared: true,
   },
+  budgetForecast: {
+    name: 'cpgw_budget_forecast_minor',
+    type: 'gauge',
+    help: 'Spend forecast for the end of the current period per app (or _global): spent + recent daily rate over the time left (README "Forecasts")',
+    labels: ['app', 'period'],
+    shared: true,
+  },
   budgetSoftExceeded: {
     name: 'cpgw_budget_soft_exceeded',
     type: 'gauge',
@@ -236,6 +243,12 @@ export const METRICS = {
     type: 'gauge',
     help: "This replica's clock minus the money store's (the clock budget periods and leases follow)",
     labels: [],
+  },
+  configInfo: {
+    name: 'cpgw_config_info',
+    type: 'gauge',
+    help: "1 with this replica's config hash (the effective config without secrets); CpgwConfigDrift fires when live replicas differ",
+    labels: ['hash'],
   },
   walletLowBalanceDays: {
     name: 'cpgw_wallet_low_balance_days',

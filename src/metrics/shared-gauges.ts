@@ -1,9 +1,10 @@
-// Gauges of state every replica shares (budgets, rate classes, windows, prices, cache bytes),
+// Gauges of state every replica shares (budgets and their forecasts, rate classes, windows, prices, cache bytes),
 // read from the store at scrape time through the modules' public read APIs. Every replica
 // reports the same value, so dashboards and alerts take `max` across instances, never `sum`.
 // The local rate queue depth is this replica's own (sum it).
 //
-// Cost is bounded: one budget status read per configured app, one limiter snapshot, at most
+// Cost is bounded: one budget status read per configured app (plus, at most once an hour, the
+// day counters of the last 7 days its forecast uses: budget-guard.ts), one limiter snapshot, at most
 // `windowsScanLimit` window reads, one cache-bytes read; reads closer together than
 // `minIntervalMs` reuse the last result, and a read slower than `timeoutMs` (or a store fault)
 // leaves the last values in place and sets cpgw_store_up to 0.
@@ -114,6 +115,7 @@ export class SharedGauges {
       const labels = { app, period: s.period };
       m.budgetSpent.set(labels, s.spentMinor);
       m.budgetReserved.set(labels, s.reservedMinor);
+      m.budgetForecast.set(labels, s.forecastMinor);
       // A cap finance removed (limit null) drops its series instead of showing the old cap.
       if (s.limitMinor !== null) m.budgetLimit.set(labels, s.limitMinor);
       else m.budgetLimit.remove(labels);

@@ -56,6 +56,31 @@ const budgetRefusals: Json = {
   },
 };
 
+/** One budget as GET /admin/budgets shows it. */
+const budgetSchema: Json = {
+  type: 'object',
+  properties: {
+    scope: { type: 'string', enum: ['app', 'global'] },
+    period: { type: 'string', enum: ['day', 'month'] },
+    periodId: { type: 'string' },
+    limitMinor: { type: 'integer', nullable: true },
+    softMinor: { type: 'integer', nullable: true },
+    spentMinor: { type: 'integer' },
+    reservedMinor: { type: 'integer' },
+    remainingMinor: { type: 'integer', nullable: true },
+    forecastMinor: {
+      type: 'integer',
+      description:
+        'Spend forecast for the end of the period: spent + the last 7 full days\' average daily spend over the time left, blended with today\'s pace for the day (README "Forecasts")',
+    },
+    source: { type: 'string', enum: ['config', 'admin'] },
+    version: { type: 'integer' },
+    updatedBy: { type: 'string', nullable: true },
+    updatedAt: { type: 'string', format: 'date-time', nullable: true },
+    reason: { type: 'string', nullable: true },
+  },
+};
+
 export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
   '/admin/openapi.json': { get: { summary: 'This document', responses: ok('OpenAPI 3.0.3 document') } },
   '/admin/ledger': {
@@ -122,8 +147,55 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
   '/admin/budgets': {
     get: {
       summary:
-        "Every app's and the global budgets, current periods: limit, soft, spent, reserved, remaining, source, version, updatedBy, updatedAt",
-      responses: ok('Budgets'),
+        "Every app's and the global budgets, current periods: limit, soft, spent, reserved, remaining, forecast, source, version, updatedBy, updatedAt",
+      responses: ok('Budgets', {
+        type: 'object',
+        required: ['time_zone', 'budgets'],
+        properties: {
+          time_zone: { type: 'string' },
+          budgets: {
+            type: 'object',
+            description: 'By app name, and *global* for the global budgets',
+            additionalProperties: { type: 'array', items: budgetSchema },
+          },
+        },
+      }),
+    },
+  },
+  '/admin/replicas': {
+    get: {
+      summary:
+        'The live replicas on the shared store (heartbeats every 10 s, 30 s TTL): id, version, config hash, started, last seen; agree = one config hash and one version',
+      responses: ok('Replicas', {
+        type: 'object',
+        required: ['answered_by', 'config_hash', 'count', 'agree', 'config_hashes', 'versions', 'replicas'],
+        properties: {
+          answered_by: { type: 'string', description: 'The id of the replica that answered' },
+          config_hash: { type: 'string', description: "The answering replica's config hash" },
+          count: { type: 'integer' },
+          agree: { type: 'boolean' },
+          config_hashes: { type: 'object', additionalProperties: { type: 'integer' } },
+          versions: { type: 'object', additionalProperties: { type: 'integer' } },
+          replicas: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['id', 'host', 'version', 'config_hash', 'started_at', 'last_seen_at'],
+              properties: {
+                id: { type: 'string' },
+                host: { type: 'string' },
+                version: { type: 'string' },
+                config_hash: {
+                  type: 'string',
+                  description: 'SHA-256 (16 hex digits) of the effective config without secrets',
+                },
+                started_at: { type: 'string', format: 'date-time' },
+                last_seen_at: { type: 'string', format: 'date-time' },
+              },
+            },
+          },
+        },
+      }),
     },
   },
   '/admin/budgets/{app}/{period}': {

@@ -17,6 +17,9 @@ export const LISTED_PREFIXES = [
   'webhook:done:',
   'webhook:out:',
   'webhook:event:',
+  // GET /admin/replicas (ops/replica-heartbeat.ts): listed on demand, indexed so a big state
+  // keyspace is never walked for a handful of heartbeats.
+  'replica:',
 ] as const;
 
 /** The listed prefix a key or prefix falls under, if any. */

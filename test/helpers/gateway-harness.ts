@@ -125,6 +125,11 @@ export interface HarnessOptions {
   finance?: () => FinanceStore;
   /** Named admin tokens (admin.tokens) made fresh for this harness, beside the admin token. */
   adminTokens?: Array<{ name: string; role: 'admin' | 'finance' | 'viewer' }>;
+  /**
+   * What a reload (POST /admin/reload) of any of the gateways reads, given the harness's config
+   * (as a config file edited between reloads would give). Absent: the gateways cannot reload.
+   */
+  loadConfig?: (base: GatewayConfig) => GatewayConfig;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -203,6 +208,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       logger,
       webhookSecrets: options.webhookSecrets,
       ...(finance ? { finance } : {}),
+      ...(options.loadConfig ? { loadConfig: () => options.loadConfig!(config) } : {}),
     });
     await server.listen({ host: '127.0.0.1', port: 0 });
     const address = server.server.address() as { port: number };

@@ -27,7 +27,11 @@ describe('GET /admin/openapi.json', () => {
   });
 
   it('describes every /admin route the server registers, and only those', async () => {
-    const source = ['../../src/admin/admin-routes.ts', '../../src/finance/budget-routes.ts']
+    const source = [
+      '../../src/admin/admin-routes.ts',
+      '../../src/finance/budget-routes.ts',
+      '../../src/admin/replicas-routes.ts',
+    ]
       .map((file) => readFileSync(join(import.meta.dirname, file), 'utf8'))
       .join('\n');
     const registered = [...source.matchAll(/app\.(get|post|delete|put)\('(\/admin\/[^']+)'/g)]
