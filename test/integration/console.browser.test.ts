@@ -300,6 +300,15 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
     });
     expect(write).toEqual([403, 'viewer']);
     expect(await crmDay()).toMatchObject({ limitMinor: 30_000, version: 2 });
+    // Replicas: the heartbeat of this gateway, agreeing with itself, and its health.
+    await show(page, '#/replicas', 'replicas');
+    expect(await page.locator('[data-field="agree"]').textContent()).toMatch(
+      /^All 1 live replicas run the same/,
+    );
+    expect(await page.locator('tr[data-replica]').count()).toBe(1);
+    expect(await page.locator('dd[data-field="status"]').textContent()).toMatch(/ok|degraded/);
+    expect(await axe(page)).toEqual([]);
+    await shot(page, 'replicas');
     // 31 idle minutes on the gateway's clock: the next page load finds the session gone and
     // goes back to sign-in. (Last in the file: the clock stays moved.)
     h.gateway.clock.advance(31 * 60_000);

@@ -217,9 +217,15 @@ async function overview(page) {
         'tr',
         {},
         h('th', { scope: 'col' }, 'App'),
-        ['Today spent', 'Today cap', 'Today remaining', 'Month spent', 'Month cap', 'Month remaining'].map(
-          (t) => h('th', { scope: 'col', class: 'num' }, t),
-        ),
+        [
+          'Today spent',
+          'Today cap',
+          'Today remaining',
+          'Month spent',
+          'Month cap',
+          'Month remaining',
+          'Month-end forecast',
+        ].map((t) => h('th', { scope: 'col', class: 'num' }, t)),
       ),
     ),
     h(
@@ -236,6 +242,7 @@ async function overview(page) {
           cell(r.month, 'spentMinor'),
           cell(r.month, 'limitMinor'),
           cell(r.month, 'remainingMinor'),
+          cell(r.month, 'forecastMinor'),
         ),
       ),
       h(
@@ -248,6 +255,7 @@ async function overview(page) {
         h('td', { class: 'num' }, money(sum('month'))),
         cell(find(global, 'month'), 'limitMinor'),
         cell(find(global, 'month'), 'remainingMinor'),
+        cell(find(global, 'month'), 'forecastMinor'),
       ),
     ),
   );
@@ -548,6 +556,71 @@ async function ledgerPage(page, params) {
   );
 }
 
+// ---- Replicas ---------------------------------------------------------------------------------
+
+/** Live replicas (GET /admin/replicas: heartbeats in the shared store) and this one's health. */
+async function replicasPage(page) {
+  const [res, health] = await Promise.all([
+    api('GET', '/admin/replicas'),
+    fetch('/healthz', { credentials: 'same-origin' }).then((r) => r.json()),
+  ]);
+  if (!res.ok) {
+    page.replaceChildren(
+      h('h1', {}, 'Replicas'),
+      h('p', { class: 'error', role: 'alert' }, await errorText(res)),
+    );
+    return;
+  }
+  const data = await res.json();
+  const agreement = data.agree
+    ? `All ${data.count} live replicas run the same configuration and version.`
+    : `Replicas disagree: ${Object.keys(data.config_hashes).length} configuration hashes, ${Object.keys(data.versions).length} versions.`;
+  const table = h(
+    'table',
+    {},
+    h('caption', {}, 'Live replicas (a heartbeat every 10 s; gone after 30 s of silence)'),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        ['Replica', 'Host', 'Version', 'Config hash', 'Started', 'Last seen'].map((t) =>
+          h('th', { scope: 'col' }, t),
+        ),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      data.replicas.map((r) =>
+        h(
+          'tr',
+          { 'data-replica': r.id },
+          h('th', { scope: 'row' }, r.id === data.answered_by ? `${r.id} (this one)` : r.id),
+          h('td', {}, r.host),
+          h('td', {}, r.version),
+          h('td', {}, h('code', {}, r.config_hash.slice(0, 12))),
+          h('td', {}, r.started_at),
+          h('td', {}, r.last_seen_at),
+        ),
+      ),
+    ),
+  );
+  const healthList = h(
+    'dl',
+    { class: 'health' },
+    Object.entries(health).flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-field': k }, String(v))]),
+  );
+  page.replaceChildren(
+    h('h1', {}, 'Replicas'),
+    h('p', { 'data-field': 'agree', role: 'status' }, agreement),
+    table,
+    h('h2', {}, 'This replica: store and upstream health (/healthz)'),
+    healthList,
+  );
+}
+
 // ---- Audit trail ------------------------------------------------------------------------------
 
 async function auditPage(page, params) {
@@ -623,7 +696,13 @@ async function auditPage(page, params) {
 
 // ---- Routing and start ------------------------------------------------------------------------
 
-const PAGES = { overview, budgets: budgetsPage, ledger: ledgerPage, audit: auditPage };
+const PAGES = {
+  overview,
+  budgets: budgetsPage,
+  ledger: ledgerPage,
+  audit: auditPage,
+  replicas: replicasPage,
+};
 
 async function route() {
   if (!session) return;
