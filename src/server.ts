@@ -214,7 +214,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     price: (kind) => pipelineDeps.prices.price(kind),
     defaultMetrics: config.metrics.processMetrics,
   });
-  metrics.m.walletLowBalanceDays.set(config.finance.lowBalanceDays);
+  metrics.m.walletLowBalanceHorizon.set(config.finance.lowBalanceDays * 86_400);
   const routeByUrl = new Map(UPSTREAM_ROUTES.map((r) => [`${r.method} ${r.url}`, r.name]));
 
   const access = accessLogger(deps.logger, config.log.requests);
@@ -330,7 +330,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           return { pendingOldestAt: pending[0]?.at ?? null, outboxEntries: pipelineDeps.outbox.depth };
         },
       },
-      apps: config.apps.map((a) => a.name),
+      // The apps of the configuration in force: an app added by a reload gets its series.
+      apps: () => pipelineDeps.policy.config.apps.map((a) => a.name),
       clock: deps.clock,
       timeZone: config.cost.timeZone,
       timeoutMs: config.metrics.sharedReadTimeoutMs,
@@ -415,7 +416,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     pipelineDeps.upstream.governor.reconfigure({ classes, apps: governorApps(next) });
     pipelineDeps.cache.reconfigure(resolveCacheConfig(next.cache));
     metrics.addApps(next.apps.map((a) => a.name));
-    metrics.m.walletLowBalanceDays.set(next.finance.lowBalanceDays);
+    metrics.m.walletLowBalanceHorizon.set(next.finance.lowBalanceDays * 86_400);
     live = generation(nextDeps);
     pipelineDeps.policy.config = next;
     pipelineDeps.policy.budgets = nextDeps.budgets;

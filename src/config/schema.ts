@@ -276,7 +276,7 @@ export const configSchema = z
       .object({
         /**
          * CpgwWalletLowBalance fires when the wallet covers fewer than this many days of the last
-         * 7 days' average spend (exported as cpgw_wallet_low_balance_days for the rule).
+         * 7 days' average spend (exported as cpgw_wallet_low_balance_horizon_seconds for the rule).
          */
         lowBalanceDays: z.number().min(0).max(365).default(7),
       })

@@ -250,10 +250,10 @@ export const METRICS = {
     help: "1 with this replica's config hash (the effective config without secrets); CpgwConfigDrift fires when live replicas differ",
     labels: ['hash'],
   },
-  walletLowBalanceDays: {
-    name: 'cpgw_wallet_low_balance_days',
+  walletLowBalanceHorizon: {
+    name: 'cpgw_wallet_low_balance_horizon_seconds',
     type: 'gauge',
-    help: 'finance.lowBalanceDays: CpgwWalletLowBalance fires when the wallet covers fewer days of average spend',
+    help: 'finance.lowBalanceDays in seconds: CpgwWalletLowBalance fires when the wallet covers less time of average spend',
     labels: [],
     shared: true,
   },

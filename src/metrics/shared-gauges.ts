@@ -33,7 +33,8 @@ export interface SharedSources {
 export interface SharedGaugesOptions {
   metrics: GatewayMetrics;
   sources: SharedSources;
-  apps: readonly string[];
+  /** The apps in force now (a reload adds or removes apps: their series follow). */
+  apps: () => readonly string[];
   clock: Clock;
   timeZone: string;
   timeoutMs: number;
@@ -90,7 +91,8 @@ export class SharedGauges {
   }
 
   private async read(): Promise<void> {
-    const { sources, apps, metrics } = this.o;
+    const { sources, metrics } = this.o;
+    const apps = this.o.apps();
     const { m } = metrics;
     const [statuses, state, windows, cache, backlog] = await Promise.all([
       Promise.all(apps.map((app) => sources.budgets.status(app))),
