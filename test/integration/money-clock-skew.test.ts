@@ -22,6 +22,8 @@ async function twoReplicasAroundMidnight(moneyClock: 'store' | 'local') {
   // 15 s before the next Moscow midnight (UTC+3, no DST), by A's clock
   const mskMidnight = Math.ceil((Date.now() + 3 * 3_600_000) / 86_400_000) * 86_400_000 - 3 * 3_600_000;
   const aStart = mskMidnight - 15_000;
+  // One offset for both replicas (computed once: the time between their starts is not skew).
+  const offset = aStart - Date.now();
   const stores: Store[] = [];
   const make = (clock: Parameters<typeof createStore>[0]['clock']) => {
     const store = createStore({ redisUrl: redis.url, prefix, clock, cacheMaxBytes: 1 << 24 });
@@ -32,10 +34,10 @@ async function twoReplicasAroundMidnight(moneyClock: 'store' | 'local') {
     apps: [{ name: 'capped', budgets: { day: { limitMinor: 3 * PRICE } } }],
     config: { cost: { moneyClock } },
     store: make,
-    clockOffsetMs: aStart - Date.now(),
+    clockOffsetMs: offset,
   });
   const a = h.gateway;
-  const b = await h.addGateway(make(a.clock), { clockOffsetMs: aStart - Date.now() + 45_000 });
+  const b = await h.addGateway(make(a.clock), { clockOffsetMs: offset + 45_000 });
   return { h, a, b, redis, prefix, stores };
 }
 
