@@ -134,6 +134,9 @@ describe('drain', () => {
       headers: { authorization: `Bearer ${gw.demoToken}` },
     });
     expect(read.status).toBe(200);
+    // Read the body: a draining server ends the socket, and Node 24's fetch asserts when a socket
+    // ends under a paused, unread body (an uncaught AssertionError in undici's parser).
+    await read.arrayBuffer();
     expect((await probe(gw.url, '/healthz')).body.draining).toBe(true);
     await closed;
     await expect(fetch(`${gw.url}/livez`)).rejects.toThrow();
