@@ -228,3 +228,45 @@ describe.skipIf(!kubectl)('deploy/kubernetes/overlays/example, rendered by kubec
     expect(container.ports.find((p: Doc) => p.name === 'metrics').containerPort).toBe(9464);
   });
 });
+
+describe.skipIf(!kubectl)(
+  'deploy/kubernetes/postgres (the money record), rendered by kubectl kustomize',
+  () => {
+    const pg = kubectl ? render(join(ROOT, 'postgres')) : [];
+    const set = pg.find((d) => d.kind === 'StatefulSet')!;
+    const spec = set?.spec.template.spec;
+    const container = spec?.containers[0];
+
+    it('one PostgreSQL on a persistent volume, behind the Service the example postgres-url names', () => {
+      expect(pg.map((d) => d.kind).sort()).toEqual(['Service', 'StatefulSet']);
+      expect(set.spec.volumeClaimTemplates[0].spec.accessModes).toEqual(['ReadWriteOnce']);
+      const svc = pg.find((d) => d.kind === 'Service')!;
+      expect(svc.spec.selector).toEqual(set.spec.template.metadata.labels);
+      const example = parse(readFileSync(join(ROOT, 'base/secret.example.yaml'), 'utf8')) as Doc;
+      const url = new URL(example.stringData['postgres-url']);
+      expect(url.hostname).toBe(svc.metadata.name);
+      expect(Number(url.port)).toBe(svc.spec.ports[0].port);
+      const env = Object.fromEntries(container.env.map((e: Doc) => [e.name, e]));
+      expect(url.username).toBe(env.POSTGRES_USER.value);
+      expect(url.pathname).toBe(`/${env.POSTGRES_DB.value}`);
+      // the password from a Secret, never in the manifest
+      expect(env.POSTGRES_PASSWORD.valueFrom.secretKeyRef.name).toBe('cpgw-postgres');
+    });
+
+    it('is locked down like the gateway: non-root, read-only root, no capabilities, RuntimeDefault', () => {
+      expect(spec.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      expect(container.securityContext).toMatchObject({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
+      const mounts = container.volumeMounts.map((m: Doc) => m.mountPath).sort();
+      expect(mounts).toEqual(['/tmp', '/var/lib/postgresql/data', '/var/run/postgresql']);
+      for (const kind of ['requests', 'limits'])
+        for (const resource of ['cpu', 'memory']) expect(container.resources[kind][resource]).toBeDefined();
+    });
+  },
+);
