@@ -47,6 +47,7 @@ import { SoftLimitNotices } from './metrics/soft-limit-notices.ts';
 import { registerHealthRoutes } from './ops/health-routes.ts';
 import { metricsListenerHealth, registerMetricsRoutes } from './ops/metrics-routes.ts';
 import { requestLogLine } from './ops/request-log.ts';
+import type { Tracing } from './ops/tracing.ts';
 import type { RequestContext } from './pipeline/context.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
 import { makeHitPath } from './pipeline/hit-path.ts';
@@ -80,6 +81,12 @@ export interface ServerDeps {
    * closed with the server.
    */
   finance?: FinanceStore;
+  /**
+   * OpenTelemetry traces (src/ops/tracing.ts; main.ts starts it from OTEL_EXPORTER_OTLP_*).
+   * Absent: tracing is off. Present: the cache-hit fast path is not used (every HIT goes through
+   * the pipeline and gets its span); the caller flushes and shuts it down after close().
+   */
+  tracing?: Tracing;
 }
 
 /** What a reload applied: the apps now configured, and changed settings that need a restart. */
@@ -427,7 +434,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     );
     return result;
   });
-  if (config.server.hitPath)
+  if (config.server.hitPath && !deps.tracing)
     hitPath = makeHitPath({ deps: current, closing: () => closing, metrics, logger: deps.logger, access });
   registerAdminRoutes(app, current, reload, {
     webhooks: checkEvents.deliveries,
@@ -704,6 +711,7 @@ function buildPipelineDeps(
     notices,
     chargesFor,
     overrides,
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
     config,
     upstream,
     store,

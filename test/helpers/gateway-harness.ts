@@ -17,6 +17,7 @@ import { createEmulator, type Emulator, type EmulatorOptions } from '../../src/e
 import type { FinanceStore } from '../../src/finance/finance-store.ts';
 import { RedisFinanceStore } from '../../src/finance/redis-finance-store.ts';
 import { createLogger } from '../../src/logger.ts';
+import type { Tracing } from '../../src/ops/tracing.ts';
 import { buildServer } from '../../src/server.ts';
 import { createStore } from '../../src/store/create-store.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -125,6 +126,8 @@ export interface HarnessOptions {
   finance?: () => FinanceStore;
   /** Named admin tokens (admin.tokens) made fresh for this harness, beside the admin token. */
   adminTokens?: Array<{ name: string; role: 'admin' | 'finance' | 'viewer' }>;
+  /** OpenTelemetry traces for the gateway(s) (src/ops/tracing.ts); default: off. */
+  tracing?: Tracing;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -203,6 +206,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       logger,
       webhookSecrets: options.webhookSecrets,
       ...(finance ? { finance } : {}),
+      ...(options.tracing ? { tracing: options.tracing } : {}),
     });
     await server.listen({ host: '127.0.0.1', port: 0 });
     const address = server.server.address() as { port: number };
