@@ -83,8 +83,8 @@ export interface ServerDeps {
   finance?: FinanceStore;
   /**
    * OpenTelemetry traces (src/ops/tracing.ts; main.ts starts it from OTEL_EXPORTER_OTLP_*).
-   * Absent: tracing is off. Present: the cache-hit fast path is not used (every HIT goes through
-   * the pipeline and gets its span); the caller flushes and shuts it down after close().
+   * Absent: tracing is off. Present: every /v1 request gets a SERVER span (a fast-path HIT one
+   * span, pipeline/hit-path.ts `traced`); the caller flushes and shuts it down after close().
    */
   tracing?: Tracing;
 }
@@ -434,8 +434,18 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     );
     return result;
   });
-  if (config.server.hitPath && !deps.tracing)
-    hitPath = makeHitPath({ deps: current, closing: () => closing, metrics, logger: deps.logger, access });
+  if (config.server.hitPath) {
+    const tracing = deps.tracing;
+    hitPath = makeHitPath({
+      deps: current,
+      closing: () => closing,
+      metrics,
+      logger: deps.logger,
+      access,
+      // Tracing on: each fast HIT gets its one SERVER span. Off: the hit path has no hook at all.
+      ...(tracing ? { traced: (req, hit) => tracing.hit(req.headers, req.method ?? 'GET', hit) } : {}),
+    });
+  }
   registerAdminRoutes(app, current, reload, {
     webhooks: checkEvents.deliveries,
     finance: {

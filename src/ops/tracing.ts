@@ -6,12 +6,16 @@
 // OTEL_EXPORTER_OTLP_ENDPOINT is set; otherwise nothing here is loaded (the SDK is imported
 // only by startTracing), no span is made and a request's context carries no trace at all.
 //
+// A HIT the fast path (pipeline/hit-path.ts) writes gets one SERVER span, made after the answer
+// through that path's `traced` hook, which server.ts sets only when tracing is on.
+//
 // Must never: load the SDK or make a span when tracing is off (the cache-hit fast path must not
-// pay for it: server.ts skips that path only when tracing is on), put an INN, a token, a body
+// even look: its hook is absent), put an INN, a token, a body
 // or a header value other than the trace context into a span, or throw into a request (an
 // exporter failure is the SDK's to log and drop).
 import type { Attributes, Context, Span, SpanKind, TextMapPropagator, Tracer } from '@opentelemetry/api';
 import type { RequestContext } from '../pipeline/context.ts';
+import type { TracedHit } from '../pipeline/hit-path.ts';
 
 export const DEFAULT_SERVICE_NAME = 'counterparty-gateway';
 
@@ -261,6 +265,42 @@ export class Tracing {
         span.end();
       },
     };
+  }
+
+  /**
+   * The one SERVER span of a HIT the fast path (pipeline/hit-path.ts) wrote: from when it first
+   * looked at the request to now, a child of the app's traceparent, cache HIT, charged 0.
+   */
+  hit(
+    headers: Readonly<Record<string, string | string[] | undefined>>,
+    method: string,
+    hit: TracedHit,
+  ): void {
+    const { api } = this;
+    const parent = this.propagator.extract(api.ROOT_CONTEXT, headers, headerGetter);
+    const template = routeTemplate(hit.route.url);
+    this.tracer
+      .startSpan(
+        `${method} ${template}`,
+        {
+          kind: api.SpanKind.SERVER,
+          startTime: performance.timeOrigin + hit.started,
+          attributes: {
+            'http.request.method': method,
+            'http.route': template,
+            'cpgw.route': hit.route.name,
+            'cpgw.app': hit.app,
+            'cpgw.cache': 'HIT',
+            'cpgw.charged_minor': 0,
+            // Which path answered (a pipeline HIT's span has no such attribute).
+            'cpgw.fast_path': true,
+            'cpgw.request_id': hit.requestId,
+            'http.response.status_code': hit.status,
+          },
+        },
+        parent,
+      )
+      .end();
   }
 
   /** Sends what is batched (shutdown, tests). */
