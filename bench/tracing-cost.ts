@@ -4,10 +4,8 @@
 // of the cases alternate, ROUNDS times, so each case gets the same stretches of a shared machine.
 // Cases:
 //   - tracing off: no OTEL_EXPORTER_OTLP_* set (the SDK is never loaded; the fast hit path answers)
-//   - tracing off, fast path off (CPGW_HIT_PATH=false): the pipeline a traced HIT goes through,
-//     without spans, so the on cost splits into the pipeline's and the spans' (and export's)
 //   - tracing on: OTEL_EXPORTER_OTLP_ENDPOINT at a receiver in this process that takes and
-//     drops the batches (every HIT then goes through the pipeline and gets its SERVER span)
+//     drops the batches (each HIT, still written by the fast path, gets one SERVER span)
 //   - baseline, tracing off: with --baseline DIR, the same from a built checkout of the commit
 //     before tracing (git archive <base> | tar -x -C DIR; ln -s node_modules; node bin/build.js)
 // Per case: HIT req/s, and the gateway process's CPU per request (utime+stime from /proc, so
@@ -129,8 +127,6 @@ try {
   if (BASELINE)
     gateways.push(await gateway('baseline (before tracing), off', {}, resolve(BASELINE, 'bin/cpgw.js')));
   gateways.push(await gateway('tracing off', {}));
-  // The path a traced HIT takes, without the spans: what of the on cost is the pipeline's.
-  gateways.push(await gateway('tracing off, fast path off', { CPGW_HIT_PATH: 'false' }));
   gateways.push(
     await gateway('tracing on (OTLP/HTTP, batched)', {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl,
@@ -169,11 +165,9 @@ try {
   const round1 = (x: number) => Math.round(x * 10) / 10;
   const ON = 'tracing on (OTLP/HTTP, batched)';
   const OFF = 'tracing off';
-  const SLOW = 'tracing off, fast path off';
   const BASE = 'baseline (before tracing), off';
   const summary = {
     addedCpuUsPerHitWithTracingOn: round1(paired(ON, OFF, (x, y) => x - y)),
-    ofWhichSpansAndExport: round1(paired(ON, SLOW, (x, y) => x - y)),
     ...(BASELINE ? { offVsBaselineCpuPercent: round1(paired(OFF, BASE, (x, y) => (x / y - 1) * 100)) } : {}),
     spansReceived,
   };
