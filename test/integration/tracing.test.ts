@@ -5,9 +5,14 @@
 // money step spans, a coalesced follower its wait span, a HIT (fast path or not) its server span. With tracing off
 // the app's traceparent goes upstream unchanged and nothing is added.
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.ts';
+import { startGateway } from '../../src/main.ts';
 import { startTracing, type Tracing, tracingOptionsFromEnv } from '../../src/ops/tracing.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
 import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
@@ -308,5 +313,47 @@ describe('tracing off (no endpoint)', () => {
     expect(of(malformed!).map((r) => r.traceparent)).toEqual([undefined]);
     await tracing.flush();
     expect(received.slice(before).filter((r) => r.span.traceId === parent.slice(3, 35))).toHaveLength(0);
+  });
+});
+
+describe('cpgw start with the standard environment', () => {
+  it('exports the spans of a request when the gateway stops (flush on shutdown), as OTEL_SERVICE_NAME', async () => {
+    const state = mkdtempSync(join(tmpdir(), 'cpgw-state-'));
+    try {
+      const gw = await startGateway({
+        env: {
+          CPGW_PORT: '0',
+          CPGW_STATE_DIR: state,
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiverUrl}/v1/traces`,
+          OTEL_SERVICE_NAME: 'cpgw-main-test',
+          // No batch goes out on its own during the test: only the shutdown's flush sends it.
+          OTEL_BSP_SCHEDULE_DELAY: '600000',
+        },
+        logger: createLogger('silent'),
+      });
+      const traceId = hex(16);
+      let closed = false;
+      try {
+        const res = await fetch(`${gw.url}/v1/companies/7707083893`, {
+          headers: { authorization: `Bearer ${gw.demoToken}`, traceparent: `00-${traceId}-${hex(8)}-01` },
+        });
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+        expect(received.filter((r) => r.span.traceId === traceId)).toHaveLength(0);
+        await gw.close();
+        closed = true;
+      } finally {
+        if (!closed) await gw.close();
+      }
+      const spans = received.filter((r) => r.span.traceId === traceId);
+      expect(spans.map((r) => r.service)).toContain('cpgw-main-test');
+      const server = spans.find((r) => r.span.kind === SERVER)!.span;
+      expect(server.name).toBe('GET /v1/companies/{inn}');
+      expect(
+        spans.filter((r) => r.span.kind === CLIENT && r.span.parentSpanId === server.spanId),
+      ).toHaveLength(1);
+    } finally {
+      rmSync(state, { recursive: true, force: true });
+    }
   });
 });
