@@ -1,9 +1,11 @@
 // OpenTelemetry traces through real sockets: an OTLP/HTTP receiver (a node:http server taking
 // POST /v1/traces as JSON) in front of which a real gateway and the emulator run. An app's
-// traceparent makes the gateway's SERVER span its child, the upstream attempt (CLIENT) is the
-// server span's child and is what the emulator receives as its traceparent; a paid call has its
-// money step spans, a coalesced follower its wait span, a HIT (fast path or not) its server span. With tracing off
-// the app's traceparent goes upstream unchanged and nothing is added.
+// traceparent makes the gateway's SERVER span its child; each upstream attempt (CLIENT) is the
+// server span's child and is what the emulator receives as its traceparent (each attempt of a
+// retried call its own); a paid call has its money step spans, a coalesced follower its wait
+// span, a HIT (fast path or not) its server span; `cpgw start` reads the standard environment
+// and flushes on shutdown. With tracing off the app's traceparent goes upstream unchanged and
+// nothing is added.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -195,6 +197,32 @@ describe('tracing on (OTLP/HTTP to a receiver)', () => {
     const calls = await emulatorCallsFor(inn!);
     expect(calls).toHaveLength(1);
     expect(calls[0]!.traceparent).toBe(`00-${traceId}-${attempt.spanId}-01`);
+  });
+
+  it('a retried call: one CLIENT span per attempt, each sent upstream as its own traceparent', async () => {
+    const [inn] = knownInns(1, 3400);
+    await h.emu('/faults', { route: 'company', count: 1, status: 503 });
+    const traceId = hex(16);
+    const res = await h.call('alpha', `/v1/companies/${inn}`, {
+      headers: { traceparent: `00-${traceId}-${hex(8)}-01` },
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const spans = await spansOf(
+      traceId,
+      (s) => serverSpanOf(s) !== undefined && s.filter((x) => x.kind === CLIENT).length >= 2,
+    );
+    const server = serverSpanOf(spans)!;
+    expect(attr(server, 'cpgw.upstream_attempts')).toBe(2);
+    const attempts = spans
+      .filter((s) => s.kind === CLIENT)
+      .sort((a, b) => Number(attr(a, 'cpgw.attempt')) - Number(attr(b, 'cpgw.attempt')));
+    expect(attempts.map((a) => attr(a, 'http.response.status_code'))).toEqual([503, 200]);
+    expect(attempts.map((a) => a.status?.code ?? 0)).toEqual([2, 0]);
+    for (const a of attempts) expect(a.parentSpanId).toBe(server.spanId);
+    expect(named(spans, 'rate queue wait')).toHaveLength(2);
+    const calls = await emulatorCallsFor(inn!);
+    expect(calls.map((c) => c.traceparent)).toEqual(attempts.map((a) => `00-${traceId}-${a.spanId}-01`));
   });
 
   it('HITs are traced, on the fast path too: one SERVER span each, under the app span, charged 0', async () => {
