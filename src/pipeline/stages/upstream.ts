@@ -10,7 +10,7 @@ import { publicBase } from '../../checks/gateway-urls.ts';
 import type { GatewayConfig } from '../../config/schema.ts';
 import { gatewayOpenApi } from '../../openapi/gateway-openapi.ts';
 import { endWithError, passTraceHeaders } from '../../ops/tracing.ts';
-import { allTrue, QueueRefusal } from '../../upstream/governed-upstream.ts';
+import { allTrue, NotLeader, NotReady, QueueRefusal } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
 import type { Answer } from '../outcome.ts';
 import { rateLimited } from '../refusals.ts';
@@ -74,15 +74,15 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
       ready: allTrue(ctx.opened, ctx.windowsAgree),
       unspent: (r) => unspentBy(ctx.route.name, r),
     });
-    await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
-      deps.logger.warn({ err: error, requestId: ctx.requestId }, 'could not remember a check answer'),
-    );
     if (attemptSpan) {
       attemptSpan.setAttribute('http.response.status_code', res.status);
       if (res.status >= 500) endWithError(attemptSpan, String(res.status));
       else attemptSpan.end();
       attemptSpan = undefined;
     }
+    await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
+      deps.logger.warn({ err: error, requestId: ctx.requestId }, 'could not remember a check answer'),
+    );
     ctx.queuedMs = (ctx.queuedMs ?? 0) + res.queuedMs;
     ctx.upstreamMs = (ctx.upstreamMs ?? 0) + res.durationMs;
     ctx.upstreamAttempts = attempt + 1;
@@ -92,9 +92,15 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
       : answer;
   } catch (err) {
     if (trace) {
-      const what = err instanceof QueueRefusal ? `rate_limited:${err.denial.reason}` : (err as Error).name;
-      endWithError(queueSpan, what);
-      endWithError(attemptSpan, err instanceof UpstreamFailure ? err.kind : what);
+      if (err instanceof NotLeader || err instanceof NotReady) {
+        // Not a fault: another replica leads the call, or its charge entry was refused.
+        queueSpan?.setAttribute('cpgw.outcome', err.name);
+        queueSpan?.end();
+      } else {
+        const what = err instanceof QueueRefusal ? `rate_limited:${err.denial.reason}` : (err as Error).name;
+        endWithError(queueSpan, what);
+        endWithError(attemptSpan, err instanceof UpstreamFailure ? err.kind : what);
+      }
     }
     if (err instanceof QueueRefusal) {
       if (err.denial.reason === 'aborted') throw new ClientGone();
