@@ -168,6 +168,7 @@ try {
   const BASE = 'baseline (before tracing), off';
   const summary = {
     addedCpuUsPerHitWithTracingOn: round1(paired(ON, OFF, (x, y) => x - y)),
+    addedCpuPercentWithTracingOn: round1(paired(ON, OFF, (x, y) => (x / y - 1) * 100)),
     ...(BASELINE ? { offVsBaselineCpuPercent: round1(paired(OFF, BASE, (x, y) => (x / y - 1) * 100)) } : {}),
     spansReceived,
   };
