@@ -12,6 +12,7 @@ import type { GatewayConfig } from './config/schema.ts';
 import { createEmulator } from './emulator/emulator-server.ts';
 import { createFinanceStore } from './finance/create-finance-store.ts';
 import { createLogger } from './logger.ts';
+import { startTracing, type Tracing, tracingOptionsFromEnv } from './ops/tracing.ts';
 import { buildServer, drainGateway, type ReloadResult, reloadGateway } from './server.ts';
 import { createStore } from './store/create-store.ts';
 import { EmbeddedStore } from './store/sqlite/embedded-store.ts';
@@ -138,6 +139,20 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   cleanups.unshift(() => finance.close());
   const upstream = new UpstreamClient({ url: upstreamUrl, apiKey, connections: config.upstream.connections });
   cleanups.unshift(() => upstream.close());
+  // OpenTelemetry traces when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (src/ops/tracing.ts);
+  // nothing loaded otherwise. Flushed right after the server closes.
+  let tracing: Tracing | null;
+  try {
+    tracing = await startTracing(options.env ?? process.env, upstreamUrl);
+  } catch (err) {
+    for (const cleanup of cleanups) await cleanup().catch(() => {});
+    throw err;
+  }
+  if (tracing) {
+    const t = tracing;
+    cleanups.unshift(() => t.shutdown());
+    logger.info({ otlp: tracingOptionsFromEnv(options.env ?? process.env)?.url }, 'tracing: OTLP export on');
+  }
 
   const server = await buildServer({
     config: effective,
@@ -148,6 +163,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     webhookSecrets,
     loadConfig: reloadConfig,
     finance,
+    ...(tracing ? { tracing } : {}),
   });
   try {
     await server.listen({ host: config.server.host, port: config.server.port });

@@ -49,6 +49,7 @@ import { registerHealthRoutes } from './ops/health-routes.ts';
 import { metricsListenerHealth, registerMetricsRoutes } from './ops/metrics-routes.ts';
 import { ReplicaHeartbeat } from './ops/replica-heartbeat.ts';
 import { requestLogLine } from './ops/request-log.ts';
+import type { Tracing } from './ops/tracing.ts';
 import type { RequestContext } from './pipeline/context.ts';
 import type { PipelineDeps } from './pipeline/deps.ts';
 import { makeHitPath } from './pipeline/hit-path.ts';
@@ -82,6 +83,12 @@ export interface ServerDeps {
    * closed with the server.
    */
   finance?: FinanceStore;
+  /**
+   * OpenTelemetry traces (src/ops/tracing.ts; main.ts starts it from OTEL_EXPORTER_OTLP_*).
+   * Absent: tracing is off. Present: every /v1 request gets a SERVER span (a fast-path HIT one
+   * span, pipeline/hit-path.ts `traced`); the caller flushes and shuts it down after close().
+   */
+  tracing?: Tracing;
 }
 
 /** What a reload applied: the apps now configured, and changed settings that need a restart. */
@@ -451,8 +458,18 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     );
     return result;
   });
-  if (config.server.hitPath)
-    hitPath = makeHitPath({ deps: current, closing: () => closing, metrics, logger: deps.logger, access });
+  if (config.server.hitPath) {
+    const tracing = deps.tracing;
+    hitPath = makeHitPath({
+      deps: current,
+      closing: () => closing,
+      metrics,
+      logger: deps.logger,
+      access,
+      // Tracing on: each fast HIT gets its one SERVER span. Off: the hit path has no hook at all.
+      ...(tracing ? { traced: (req, hit) => tracing.hit(req.headers, req.method ?? 'GET', hit) } : {}),
+    });
+  }
   registerAdminRoutes(app, current, reload, {
     webhooks: checkEvents.deliveries,
     finance: {
@@ -729,6 +746,7 @@ function buildPipelineDeps(
     notices,
     chargesFor,
     overrides,
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
     config,
     upstream,
     store,

@@ -11,6 +11,8 @@ export interface LoggedRequest {
   status: number;
   request_id: string;
   key_name: string | null;
+  /** The W3C traceparent the caller sent, when it sent one (the gateway's trace propagation). */
+  traceparent?: string;
 }
 
 export class RequestLog {

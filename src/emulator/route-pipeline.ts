@@ -245,5 +245,6 @@ export function logEntry(req: FastifyRequest, route: string, status: number): Lo
     status,
     request_id: String(req.id),
     key_name: req.emulatorKey?.name ?? null,
+    ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
   };
 }

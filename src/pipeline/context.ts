@@ -9,6 +9,7 @@ import type { CheckTicket } from '../checks/check-tickets.ts';
 import type { AppConfig } from '../config/schema.ts';
 import type { OpenCharge } from '../cost/charge-book.ts';
 import type { CompanyWindows } from '../cost/window-tracker.ts';
+import type { RequestTrace } from '../ops/tracing.ts';
 import type { ChargeShape, IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { Refusal } from './outcome.ts';
 
@@ -27,6 +28,8 @@ export interface RequestContext {
   pathAndQuery: string;
   /** Aborts when the client goes away before the answer is written. */
   signal: AbortSignal;
+  /** The request's trace (src/ops/tracing.ts); absent when tracing is off. */
+  trace?: RequestTrace;
 
   // --- facts, each set once by its stage ---
   /** authenticate: null only on public routes (openapi). */

@@ -17,6 +17,7 @@ import type { SpendLedger } from '../cost/spend-ledger.ts';
 import type { WalletSnapshots } from '../cost/wallet-snapshots.ts';
 import type { WindowTracker } from '../cost/window-tracker.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
+import type { Tracing } from '../ops/tracing.ts';
 import type { Store } from '../store/store.ts';
 import type { GovernedUpstream } from '../upstream/governed-upstream.ts';
 
@@ -51,6 +52,8 @@ export interface PipelineDeps {
   prices: PriceBook;
   tickets: CheckTickets;
   cache: ResponseCache;
+  /** OpenTelemetry traces (src/ops/tracing.ts); absent: tracing is off, no span is made. */
+  tracing?: Tracing;
   /** Learned section/dossier equivalence (stages/derive.ts); absent: sections are never derived. */
   sections?: SectionVerdicts;
 }

@@ -98,6 +98,21 @@ export interface HitPathOptions {
   logger: Logger;
   /** The request log line's logger (logger.ts accessLogger). */
   access: Logger;
+  /**
+   * Set only when tracing is on (server.ts; src/ops/tracing.ts): told of each HIT written, to
+   * make its one SERVER span. Absent (tracing off), nothing here looks at tracing at all.
+   */
+  traced?: (req: IncomingMessage, hit: TracedHit) => void;
+}
+
+/** What a traced HIT's span says (src/ops/tracing.ts Tracing.hit). */
+export interface TracedHit {
+  route: UpstreamRoute;
+  app: string;
+  status: number;
+  requestId: string;
+  /** performance.now() when the hit path first looked at the request. */
+  started: number;
 }
 
 /** Returns the server's first look at a request: true when it answered, false to go on to fastify. */
@@ -207,6 +222,7 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
   const saved = metrics.directCostOf(shape, windowOpen);
   const elapsedMs = performance.now() - started;
   metrics.hit(app.name, route.name, kind, saved, elapsedMs / 1000);
+  if (o.traced) o.traced(req, { route, app: app.name, status: p.status, requestId, started });
   if (o.access.isLevelEnabled('info')) {
     const ctx: RequestContext = {
       requestId,

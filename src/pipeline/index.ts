@@ -88,6 +88,12 @@ export function makePipeline(deps: PipelineDeps) {
         deadline: 0,
         timeoutMs: 0,
       };
+      if (deps.tracing) {
+        const trace = deps.tracing.startRequest(request.method, route.url, route.name, request.headers);
+        ctx.trace = trace;
+        // Closed once the answer is written or the client left (the ServerResponse's last event).
+        reply.raw.once('close', () => trace.end(ctx, { status: reply.raw.statusCode }));
+      }
       request.ctx = ctx;
       let outcome: Outcome;
       try {

@@ -17,6 +17,7 @@ import { createEmulator, type Emulator, type EmulatorOptions } from '../../src/e
 import type { FinanceStore } from '../../src/finance/finance-store.ts';
 import { RedisFinanceStore } from '../../src/finance/redis-finance-store.ts';
 import { createLogger } from '../../src/logger.ts';
+import type { Tracing } from '../../src/ops/tracing.ts';
 import { buildServer } from '../../src/server.ts';
 import { createStore } from '../../src/store/create-store.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -130,6 +131,8 @@ export interface HarnessOptions {
    * (as a config file edited between reloads would give). Absent: the gateways cannot reload.
    */
   loadConfig?: (base: GatewayConfig) => GatewayConfig;
+  /** OpenTelemetry traces for the gateway(s) (src/ops/tracing.ts); default: off. */
+  tracing?: Tracing;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -209,6 +212,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       webhookSecrets: options.webhookSecrets,
       ...(finance ? { finance } : {}),
       ...(options.loadConfig ? { loadConfig: () => options.loadConfig!(config) } : {}),
+      ...(options.tracing ? { tracing: options.tracing } : {}),
     });
     await server.listen({ host: '127.0.0.1', port: 0 });
     const address = server.server.address() as { port: number };

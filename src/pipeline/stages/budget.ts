@@ -9,6 +9,7 @@
 // never forgotten.
 import { estimateMinor } from '../../cost/estimate.ts';
 import { ApiError } from '../../errors.ts';
+import { endWithError } from '../../ops/tracing.ts';
 import { NotLeader } from '../../upstream/governed-upstream.ts';
 import type { Outcome } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
@@ -52,10 +53,20 @@ export const budget: StageFactory = (deps) => async (ctx, next) => {
   };
   // The charge is opened while the stages below take the rate slot (one round trip for both, not
   // two in a row); the call itself is sent only once the entry is written (ctx.opened).
+  const span = ctx.trace?.child('charge open', { 'cpgw.estimate_minor': estimate });
   // A store fault is waited out within the deadline (a failover), then answered 503.
   const opening = retryStoreFaults(() => deps.charges.open(request), storeRetry(ctx, deps)).then(
-    (opened) => ({ opened }),
-    (error: unknown) => ({ error }),
+    (opened) => {
+      if (span) {
+        if (opened.ok) span.end();
+        else endWithError(span, 'budget_exceeded');
+      }
+      return { opened };
+    },
+    (error: unknown) => {
+      endWithError(span, (error as Error)?.name ?? 'error');
+      return { error };
+    },
   );
   ctx.opened = opening.then((r) => {
     if ('error' in r || !r.opened.ok) return false;

@@ -3,6 +3,7 @@
 // deadline) and then goes free. The caller that goes on holds the company's lock until the
 // record stage has recorded the window, so ten apps asking for a new company at once pay once.
 import { ChargeWaitTimeout } from '../../cost/charge-gate.ts';
+import { endWithError } from '../../ops/tracing.ts';
 import { upstreamUnavailable } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 import { retryStoreFaults, storeRetry } from '../store-retry-options.ts';
@@ -11,6 +12,7 @@ export const chargeGate: StageFactory = (deps) => async (ctx, next) => {
   const need = ctx.shape?.covered ?? null;
   if (ctx.shape === null || need === null || ctx.app === null) return next();
   let gate: Awaited<ReturnType<typeof deps.gate.enter>>;
+  const span = ctx.trace?.child('charge gate wait');
   try {
     // The cache stage has just read the windows: the gate's first look reuses them.
     const shape = ctx.shape;
@@ -19,9 +21,15 @@ export const chargeGate: StageFactory = (deps) => async (ctx, next) => {
       storeRetry(ctx, deps),
     );
   } catch (err) {
+    endWithError(span, err instanceof ChargeWaitTimeout ? 'charge_in_flight' : (err as Error).name);
     if (err instanceof ChargeWaitTimeout)
       return upstreamUnavailable('charge_in_flight', { inn: ctx.shape.inn });
     throw err;
+  }
+  if (span) {
+    // charged: this call took the company's lock and pays; covered: a window makes it free.
+    span.setAttribute('cpgw.gate', gate.charged ? 'charged' : 'covered');
+    span.end();
   }
   ctx.windows = gate.windows;
   ctx.covered = !gate.charged;

@@ -5,6 +5,7 @@
 // for the leader's app alone (its budget, its rate cap) is not shared: the followers go on
 // again together, one of them leading the next call.
 import { normalizedTarget } from '../../cost/idempotency-keys.ts';
+import { now } from '../../ops/tracing.ts';
 import type { RequestContext } from '../context.ts';
 import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
@@ -23,6 +24,8 @@ export const coalesce: StageFactory = (deps) => {
     // slot back and releases its charge entry, which held nothing. A read that may be charged
     // asks first, before it opens a charge or takes a company's lock.
     const early = ctx.route.method === 'GET' && (ctx.route.charge === null || ctx.windowCovered === true);
+    // Whether it follows is known only once it is answered: a follower's wait span is made then.
+    const waitStart = ctx.trace ? now() : 0;
     const { answer, follower } = await deps.coalescer.run<Outcome>(
       key,
       ctx.deadline,
@@ -36,6 +39,12 @@ export const coalesce: StageFactory = (deps) => {
       { early, parkOnDemand: ctx.route.method === 'GET' },
     );
     if (!follower) return answer;
+    ctx.trace
+      ?.childSince('coalesce follower wait', waitStart, {
+        'cpgw.coalesce_round': round,
+        'cpgw.shared': !isRefusal(answer as Outcome),
+      })
+      .end();
     if (isRefusal(answer as Outcome)) {
       if (!PER_APP_REFUSALS.has((answer as { code: string }).code)) return answer as Outcome;
       // The leader's own budget or rate cap refused it; this follower's app may still go. The

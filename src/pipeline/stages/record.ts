@@ -10,6 +10,7 @@
 //   counted against every budget until the reconciler replays its key.
 // - A newly counted charge teaches the price book its kind's price (cost/price-book.ts).
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
+import { endWithError } from '../../ops/tracing.ts';
 import { NotLeader, NotReady } from '../../upstream/governed-upstream.ts';
 import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
@@ -72,12 +73,23 @@ export const record: StageFactory = (deps) => async (ctx, next) => {
   } else {
     // A check that answered 202 opens its window only when its data is ready (check stage).
     const opensWindow = out.status === 200;
-    const recorded = await deps.charges.record(charge, {
-      amountMinor: amount,
-      upstreamRequestId: out.headers['x-request-id'] ?? null,
-      startedAt,
-      opensWindow,
-    });
+    const span = ctx.trace?.child('charge record', { 'cpgw.amount_minor': amount });
+    let recorded: Awaited<ReturnType<typeof deps.charges.record>>;
+    try {
+      recorded = await deps.charges.record(charge, {
+        amountMinor: amount,
+        upstreamRequestId: out.headers['x-request-id'] ?? null,
+        startedAt,
+        opensWindow,
+      });
+    } catch (err) {
+      endWithError(span, (err as Error)?.name ?? 'error');
+      throw err;
+    }
+    if (span) {
+      span.setAttributes({ 'cpgw.charged_minor': recorded.chargedMinor, 'cpgw.stored': recorded.stored });
+      span.end();
+    }
     ctx.chargedMinor = recorded.chargedMinor;
     // A charge counted for the first time under its key tells the price now in force (the spec:
     // charged a few seconds before /v1/me shows it); a replay of a counted key does not.

@@ -9,7 +9,8 @@
 import { publicBase } from '../../checks/gateway-urls.ts';
 import type { GatewayConfig } from '../../config/schema.ts';
 import { gatewayOpenApi } from '../../openapi/gateway-openapi.ts';
-import { allTrue, QueueRefusal } from '../../upstream/governed-upstream.ts';
+import { endWithError, passTraceHeaders } from '../../ops/tracing.ts';
+import { allTrue, NotLeader, NotReady, QueueRefusal } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
 import type { Answer } from '../outcome.ts';
 import { rateLimited } from '../refusals.ts';
@@ -31,6 +32,13 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (ctx.idempotencyKey) headers['idempotency-key'] = ctx.idempotencyKey;
   if (ctx.rawBody !== undefined) headers['content-type'] = 'application/json';
+  // Traced: the attempt's own span goes upstream as its traceparent (set at start, below). Not
+  // traced: the app's traceparent/tracestate go upstream unchanged.
+  const trace = ctx.trace;
+  if (!trace) passTraceHeaders(ctx.headers, headers);
+  // The wait for a start: the rate queue, and alongside it the charge entry and the lead.
+  let queueSpan = trace?.child('rate queue wait', { 'cpgw.attempt': attempt });
+  let attemptSpan: ReturnType<NonNullable<typeof trace>['attempt']> | undefined;
   const now = deps.clock.now();
   const deadline = ctx.callDeadline ?? ctx.deadline;
   const remaining = Math.max(0, deadline - now);
@@ -47,6 +55,11 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
         ctx.startedAt ??= started;
         // From the first start on, all attempts together get timeoutMs.
         if (attempt === 0) ctx.callDeadline = Math.min(ctx.deadline, started + ctx.timeoutMs);
+        if (trace) {
+          queueSpan?.end();
+          queueSpan = undefined;
+          attemptSpan = trace.attempt(ctx, headers, attempt);
+        }
       },
       method: ctx.route.method,
       path: ctx.pathAndQuery,
@@ -61,6 +74,12 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
       ready: allTrue(ctx.opened, ctx.windowsAgree),
       unspent: (r) => unspentBy(ctx.route.name, r),
     });
+    if (attemptSpan) {
+      attemptSpan.setAttribute('http.response.status_code', res.status);
+      if (res.status >= 500) endWithError(attemptSpan, String(res.status));
+      else attemptSpan.end();
+      attemptSpan = undefined;
+    }
     await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
       deps.logger.warn({ err: error, requestId: ctx.requestId }, 'could not remember a check answer'),
     );
@@ -72,6 +91,17 @@ export const upstreamCall: StageFactory = (deps) => async (ctx) => {
       ? gatewayDocument(ctx, answer, deps.config)
       : answer;
   } catch (err) {
+    if (trace) {
+      if (err instanceof NotLeader || err instanceof NotReady) {
+        // Not a fault: another replica leads the call, or its charge entry was refused.
+        queueSpan?.setAttribute('cpgw.outcome', err.name);
+        queueSpan?.end();
+      } else {
+        const what = err instanceof QueueRefusal ? `rate_limited:${err.denial.reason}` : (err as Error).name;
+        endWithError(queueSpan, what);
+        endWithError(attemptSpan, err instanceof UpstreamFailure ? err.kind : what);
+      }
+    }
     if (err instanceof QueueRefusal) {
       if (err.denial.reason === 'aborted') throw new ClientGone();
       return rateLimited(err.denial);
