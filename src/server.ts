@@ -20,6 +20,7 @@ import { createCheckEvents, registerWebhookIngress } from './checks/check-events
 import { CheckTickets } from './checks/check-tickets.ts';
 import { type Clock, type Random, systemRandom } from './clock.ts';
 import type { GatewayConfig, WebhookSecrets } from './config/schema.ts';
+import { registerConsoleRoutes } from './console/console-routes.ts';
 import { BudgetGuard } from './cost/budget-guard.ts';
 import { ChargeBook } from './cost/charge-book.ts';
 import { ChargeGate } from './cost/charge-gate.ts';
@@ -449,6 +450,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     },
   });
   registerStatementRoutes(app, { current, finance, savings });
+  // The web console at /console/ over the admin API (404 while no admin token is configured).
+  registerConsoleRoutes(app, current, deps.clock);
   for (const route of UPSTREAM_ROUTES) {
     app.route({
       method: route.method,

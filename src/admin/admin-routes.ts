@@ -33,7 +33,7 @@ function authorize(
   right: AdminRight,
 ): { deps: PipelineDeps; principal: AdminPrincipal } {
   const deps = current();
-  const principal = authorizeAdmin(request.headers.authorization, deps.config.admin, right);
+  const principal = authorizeAdmin(request, deps.config.admin, right);
   return { deps, principal };
 }
 

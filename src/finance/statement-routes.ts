@@ -127,7 +127,7 @@ function decodeCursor(text: string): LedgerCursor {
 export function registerStatementRoutes(app: FastifyInstance, o: StatementRoutesOptions): void {
   const authorize = (request: FastifyRequest, right: AdminRight): PipelineDeps => {
     const deps = o.current();
-    authorizeAdmin(request.headers.authorization, deps.config.admin, right);
+    authorizeAdmin(request, deps.config.admin, right);
     return deps;
   };
 

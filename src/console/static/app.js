@@ -1,0 +1,694 @@
+// The console's page logic: a plain ES module (no framework; README "Console" says why) that
+// signs in once (POST /console/session), then reads and changes everything through the same
+// /admin/* API an operator's curl uses, with the session cookie and, on writes, the CSRF token.
+// Hash routes: #/overview, #/budgets, #/ledger, #/audit.
+//
+// Must never: keep the admin token (it is sent once and the field is cleared), build markup from
+// data as HTML (every text goes in with textContent), or use inline script or style (the CSP
+// refuses them).
+
+const SVG = 'http://www.w3.org/2000/svg';
+const LEDGER_PAGE = 50;
+const AUDIT_PAGE = 20;
+const GLOBAL = '*global*';
+
+/** @type {{name: string, role: string, csrf_token: string} | null} */
+let session = null;
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+/** An element with attributes (on*, style and innerHTML are never used) and children. */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === false || v === null || v === undefined) continue;
+    el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function s(tag, attrs = {}, text) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+const rub = new Intl.NumberFormat('ru-RU', { style: 'currency', currency: 'RUB' });
+/** Kopecks as roubles, or a dash for none. */
+const money = (minor) => (minor === null || minor === undefined ? '—' : rub.format(minor / 100));
+/** Roubles typed in a form as kopecks; empty = null (no cap); NaN when not a non-negative amount. */
+function toMinor(text) {
+  const t = text.trim().replace(/\s/g, '').replace(',', '.');
+  if (t === '') return null;
+  if (!/^\d+(\.\d{1,2})?$/.test(t)) return Number.NaN;
+  return Math.round(Number(t) * 100);
+}
+const fromMinor = (minor) => (minor === null ? '' : (minor / 100).toFixed(2));
+
+class SignedOut extends Error {}
+
+/** A budget's scope as people read it (`_global` is every app together). */
+const label = (scope) => (scope === '_global' ? 'global (all apps)' : scope);
+
+/** One admin API call with the session; a 401 ends the session and shows the sign-in page. */
+async function api(method, path, body, headers = {}) {
+  const init = { method, headers: { ...headers }, credentials: 'same-origin' };
+  if (method !== 'GET') init.headers['x-csrf-token'] = session?.csrf_token ?? '';
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  if (res.status === 401) {
+    showSignIn('Your session has ended; sign in again. Nothing was changed.');
+    throw new SignedOut();
+  }
+  return res;
+}
+
+async function errorText(res) {
+  try {
+    const body = await res.json();
+    const fields = body?.error?.details?.fields;
+    const extra = Array.isArray(fields)
+      ? `: ${fields.map((f) => `${f.field}: ${f.message}`).join('; ')}`
+      : '';
+    return `${body?.error?.message ?? res.statusText}${extra}`;
+  } catch {
+    return `${res.status} ${res.statusText}`;
+  }
+}
+
+function showSignIn(message = '') {
+  session = null;
+  $('nav').hidden = true;
+  $('signout').hidden = true;
+  $('who').textContent = '';
+  $('page').hidden = true;
+  $('page').replaceChildren();
+  $('signin').hidden = false;
+  $('signin-error').textContent = message;
+  $('token').focus();
+}
+
+function signedIn(who) {
+  session = who;
+  $('signin').hidden = true;
+  $('nav').hidden = false;
+  $('signout').hidden = false;
+  $('who').textContent = `Signed in as ${who.name} (${who.role})`;
+  if (!location.hash || location.hash === '#') location.hash = '#/overview';
+  else route();
+}
+
+const canEdit = () => session !== null && (session.role === 'admin' || session.role === 'finance');
+
+// ---- Overview ---------------------------------------------------------------------------------
+
+async function budgets() {
+  const res = await api('GET', '/admin/budgets');
+  if (!res.ok) throw new Error(await errorText(res));
+  return res.json();
+}
+
+function spendChart(rows) {
+  const barH = 22;
+  const gap = 18;
+  const left = 140;
+  const width = 760;
+  const plot = width - left - 180;
+  const height = rows.length * (barH + gap) + 30;
+  const max = Math.max(1, ...rows.map((r) => Math.max(r.spent, r.cap ?? 0)));
+  const svg = s('svg', {
+    class: 'chart',
+    width,
+    height,
+    viewBox: `0 0 ${width} ${height}`,
+    role: 'img',
+    'aria-labelledby': 'chart-title chart-desc',
+  });
+  svg.append(s('title', { id: 'chart-title' }, 'Spend this month against the cap, per app'));
+  svg.append(
+    s(
+      'desc',
+      { id: 'chart-desc' },
+      rows
+        .map((r) => `${r.app}: ${money(r.spent)} of ${r.cap === null ? 'no cap' : money(r.cap)}`)
+        .join('; '),
+    ),
+  );
+  const defs = s('defs');
+  const pattern = s('pattern', {
+    id: 'hatch',
+    width: 6,
+    height: 6,
+    patternUnits: 'userSpaceOnUse',
+    patternTransform: 'rotate(45)',
+  });
+  pattern.append(s('rect', { width: 6, height: 6, fill: '#ffffff' }));
+  pattern.append(s('line', { x1: 0, y1: 0, x2: 0, y2: 6, stroke: '#57606a', 'stroke-width': 2 }));
+  defs.append(pattern);
+  svg.append(defs);
+  rows.forEach((r, i) => {
+    const y = 10 + i * (barH + gap);
+    svg.append(s('text', { x: 0, y: y + barH * 0.7 }, r.app));
+    if (r.cap !== null) {
+      // The cap: a hatched, outlined bar (shape, not colour, tells it from the spend).
+      svg.append(
+        s('rect', {
+          x: left,
+          y,
+          width: Math.max(1, (r.cap / max) * plot),
+          height: barH,
+          fill: 'url(#hatch)',
+          stroke: '#1b1f24',
+        }),
+      );
+    }
+    const over = r.cap !== null && r.spent >= r.cap;
+    svg.append(
+      s('rect', {
+        x: left,
+        y: y + 5,
+        width: Math.max(1, (r.spent / max) * plot),
+        height: barH - 10,
+        fill: over ? '#a40e26' : '#0b5cad',
+      }),
+    );
+    const pct = r.cap
+      ? ` (${Math.round((r.spent / r.cap) * 100)}% of cap${over ? ', REACHED' : ''})`
+      : ' (no cap)';
+    svg.append(s('text', { x: left + plot + 8, y: y + barH * 0.7 }, `${money(r.spent)}${pct}`));
+  });
+  const ly = height - 10;
+  svg.append(s('rect', { x: left, y: ly - 10, width: 14, height: 10, fill: '#0b5cad' }));
+  svg.append(s('text', { x: left + 20, y: ly }, 'spent'));
+  svg.append(
+    s('rect', { x: left + 80, y: ly - 10, width: 14, height: 10, fill: 'url(#hatch)', stroke: '#1b1f24' }),
+  );
+  svg.append(s('text', { x: left + 100, y: ly }, 'cap'));
+  return svg;
+}
+
+async function overview(page) {
+  const data = await budgets();
+  const find = (list, period) => list.find((b) => b.period === period) ?? null;
+  const apps = Object.keys(data.budgets).filter((a) => a !== GLOBAL);
+  const rows = apps.map((app) => ({
+    app,
+    day: find(data.budgets[app], 'day'),
+    month: find(data.budgets[app], 'month'),
+  }));
+  const global = data.budgets[GLOBAL] ?? [];
+  const sum = (period) => rows.reduce((t, r) => t + (r[period]?.spentMinor ?? 0), 0);
+  const cell = (b, field) => h('td', { class: 'num' }, money(b ? b[field] : null));
+  const table = h(
+    'table',
+    {},
+    h('caption', {}, `Spend, caps and what remains (time zone ${data.time_zone})`),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', { scope: 'col' }, 'App'),
+        ['Today spent', 'Today cap', 'Today remaining', 'Month spent', 'Month cap', 'Month remaining'].map(
+          (t) => h('th', { scope: 'col', class: 'num' }, t),
+        ),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      rows.map((r) =>
+        h(
+          'tr',
+          { 'data-app': r.app },
+          h('th', { scope: 'row' }, r.app),
+          cell(r.day, 'spentMinor'),
+          cell(r.day, 'limitMinor'),
+          cell(r.day, 'remainingMinor'),
+          cell(r.month, 'spentMinor'),
+          cell(r.month, 'limitMinor'),
+          cell(r.month, 'remainingMinor'),
+        ),
+      ),
+      h(
+        'tr',
+        { 'data-app': 'total' },
+        h('th', { scope: 'row' }, 'Total (global cap)'),
+        h('td', { class: 'num' }, money(sum('day'))),
+        cell(find(global, 'day'), 'limitMinor'),
+        cell(find(global, 'day'), 'remainingMinor'),
+        h('td', { class: 'num' }, money(sum('month'))),
+        cell(find(global, 'month'), 'limitMinor'),
+        cell(find(global, 'month'), 'remainingMinor'),
+      ),
+    ),
+  );
+  const chartRows = rows.map((r) => ({
+    app: r.app,
+    spent: r.month?.spentMinor ?? 0,
+    cap: r.month?.limitMinor ?? null,
+  }));
+  page.replaceChildren(
+    h('h1', {}, 'Overview'),
+    table,
+    h('h2', {}, 'This month: spend against cap'),
+    spendChart(chartRows),
+    await walletSection(),
+  );
+}
+
+/** The vendor's wallet against the ledger, last 7 days (GET /admin/reconciliation). */
+async function walletSection() {
+  const res = await api('GET', '/admin/reconciliation');
+  const section = h(
+    'section',
+    { 'aria-labelledby': 'wallet-h' },
+    h('h2', { id: 'wallet-h' }, 'Wallet, last 7 days'),
+  );
+  if (!res.ok) {
+    section.append(h('p', { class: 'error' }, await errorText(res)));
+    return section;
+  }
+  const rec = await res.json();
+  const last = rec.days.at(-1);
+  const dl = h(
+    'dl',
+    { class: 'wallet' },
+    h('dt', {}, 'Balance (as the vendor last showed it)'),
+    h('dd', { 'data-field': 'balance' }, last ? money(last.balance_minor) : 'not known yet'),
+    h('dt', {}, 'Unattributed spend (the wallet fell by more than the ledger charged)'),
+    h('dd', { 'data-field': 'unattributed' }, money(rec.totals.unattributed_minor)),
+    h('dt', {}, 'Top-ups'),
+    h('dd', { 'data-field': 'topups' }, money(rec.totals.top_up_minor)),
+  );
+  section.append(dl);
+  return section;
+}
+
+// ---- Budgets ----------------------------------------------------------------------------------
+
+async function budgetsPage(page) {
+  const data = await budgets();
+  const list = Object.entries(data.budgets).flatMap(([app, items]) =>
+    items.map((b) => ({ ...b, app: app === GLOBAL ? '_global' : app })),
+  );
+  const editor = h('div', { id: 'editor' });
+  const status = h('p', { id: 'budget-status', role: 'status' });
+  const head = [
+    'Budget',
+    'Period',
+    'Cap',
+    'Soft threshold',
+    'Spent',
+    'Source',
+    'Version',
+    'Changed by',
+    'Reason',
+  ];
+  const table = h(
+    'table',
+    { id: 'budgets' },
+    h(
+      'caption',
+      {},
+      canEdit() ? 'Budgets (edit one to change its cap)' : 'Budgets (read only for your role)',
+    ),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        head.map((t) =>
+          h(
+            'th',
+            { scope: 'col', class: ['Cap', 'Soft threshold', 'Spent', 'Version'].includes(t) ? 'num' : null },
+            t,
+          ),
+        ),
+        canEdit() ? h('th', { scope: 'col' }, 'Edit') : null,
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      list.map((b) =>
+        h(
+          'tr',
+          { 'data-budget': `${b.app}/${b.period}` },
+          h('th', { scope: 'row' }, label(b.app)),
+          h('td', {}, b.period),
+          h('td', { class: 'num' }, money(b.limitMinor)),
+          h('td', { class: 'num' }, money(b.softMinor)),
+          h('td', { class: 'num' }, money(b.spentMinor)),
+          h('td', {}, b.source),
+          h('td', { class: 'num' }, b.version),
+          h('td', {}, b.updatedBy ?? '—'),
+          h('td', {}, b.reason ?? '—'),
+          canEdit() ? h('td', {}, editButton(b, editor, status)) : null,
+        ),
+      ),
+    ),
+  );
+  page.replaceChildren(h('h1', {}, 'Budgets'), status, editor, table);
+}
+
+function editButton(b, editor, status) {
+  const button = h(
+    'button',
+    { type: 'button', class: 'secondary', 'data-edit': `${b.app}/${b.period}` },
+    `Edit ${label(b.app)} ${b.period}`,
+  );
+  button.addEventListener('click', () => editForm(b, editor, status));
+  return button;
+}
+
+function editForm(b, editor, status, notice = '') {
+  const cap = h('input', { id: 'cap', name: 'cap', inputmode: 'decimal', value: fromMinor(b.limitMinor) });
+  const soft = h('input', { id: 'soft', name: 'soft', inputmode: 'decimal', value: fromMinor(b.softMinor) });
+  const reason = h('input', { id: 'reason', name: 'reason', required: true, maxlength: 500 });
+  const error = h('p', { id: 'edit-error', class: 'error', role: 'alert' }, notice);
+  const form = h(
+    'form',
+    { class: 'stack', id: 'budget-form', 'aria-labelledby': 'edit-title' },
+    h('h2', { id: 'edit-title' }, `Edit the ${label(b.app)} ${b.period} budget`),
+    h('p', { id: 'edit-version' }, `Editing version ${b.version} (source: ${b.source})`),
+    h('label', { for: 'cap' }, 'Cap in roubles (empty: no cap)'),
+    cap,
+    h('label', { for: 'soft' }, 'Soft threshold in roubles (empty: none)'),
+    soft,
+    h('label', { for: 'reason' }, 'Reason (required, kept in the audit trail)'),
+    reason,
+    error,
+    h('div', { class: 'pager' }, h('button', { type: 'submit' }, 'Save'), cancelButton(editor)),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const limitMinor = toMinor(cap.value);
+    const softMinor = toMinor(soft.value);
+    if (Number.isNaN(limitMinor) || Number.isNaN(softMinor)) {
+      error.textContent = 'Amounts are roubles with at most two decimals, e.g. 1500 or 99.50.';
+      return;
+    }
+    const res = await api(
+      'PUT',
+      `/admin/budgets/${encodeURIComponent(b.app)}/${b.period}`,
+      { limit_minor: limitMinor, soft_minor: softMinor, reason: reason.value },
+      { 'if-match': `"${b.version}"` },
+    );
+    if (res.status === 412) {
+      const body = await res.json();
+      const cur = body.error.details.current;
+      const fresh = {
+        ...b,
+        limitMinor: cur.limit_minor,
+        softMinor: cur.soft_minor,
+        source: cur.source,
+        version: cur.version,
+      };
+      editForm(
+        fresh,
+        editor,
+        status,
+        `Someone changed this budget meanwhile; nothing was saved. Current values: cap ${money(cur.limit_minor)}, soft ${money(cur.soft_minor)}, version ${cur.version}.`,
+      );
+      return;
+    }
+    if (!res.ok) {
+      error.textContent = await errorText(res);
+      return;
+    }
+    const body = await res.json();
+    await budgetsPage($('page'));
+    $('budget-status').textContent =
+      `Saved ${b.app} ${b.period}: cap ${money(body.budget.limitMinor)}, version ${body.budget.version}.`;
+  });
+  editor.replaceChildren(form);
+  cap.focus();
+}
+
+function cancelButton(editor) {
+  const b = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+  b.addEventListener('click', () => editor.replaceChildren());
+  return b;
+}
+
+// ---- Ledger -----------------------------------------------------------------------------------
+
+const day = (ms) => new Date(ms).toISOString().slice(0, 10);
+/** An ISO time as `2026-11-28 09:29:27 UTC`. */
+const when = (iso) => `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+
+async function ledgerPage(page, params) {
+  const apps = Object.keys((await budgets()).budgets).filter((a) => a !== GLOBAL);
+  const now = Date.now();
+  const app = params.get('app') ?? '';
+  const fromDay = params.get('from') ?? day(now - 30 * 86_400_000);
+  const toDay = params.get('to') ?? day(now);
+  const pageNo = Math.max(0, Number(params.get('page') ?? 0) || 0);
+  const query = new URLSearchParams({
+    from: `${fromDay}T00:00:00.000Z`,
+    to: `${day(Date.parse(toDay) + 86_400_000)}T00:00:00.000Z`,
+    // Times as this page shows them: UTC (the API's default zone is cost.timeZone).
+    tz: 'UTC',
+  });
+  if (app) query.set('app', app);
+  const select = h(
+    'select',
+    { id: 'ledger-app', name: 'app' },
+    h('option', { value: '' }, 'All apps'),
+    apps.map((a) => h('option', { value: a, selected: a === app }, a)),
+  );
+  const from = h('input', { id: 'ledger-from', name: 'from', type: 'date', value: fromDay });
+  const to = h('input', { id: 'ledger-to', name: 'to', type: 'date', value: toDay });
+  const form = h(
+    'form',
+    { class: 'inline', id: 'ledger-filter' },
+    h('label', { for: 'ledger-app' }, 'App', select),
+    h('label', { for: 'ledger-from' }, 'From (UTC day)', from),
+    h('label', { for: 'ledger-to' }, 'To (UTC day, inclusive)', to),
+    h('button', { type: 'submit' }, 'Show'),
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const q = new URLSearchParams({ from: from.value, to: to.value });
+    if (select.value) q.set('app', select.value);
+    location.hash = `#/ledger?${q}`;
+  });
+  // The ledger answers in pages (at most 10,000 entries each, next_cursor until complete): read
+  // every page of the range, so the count and total are the range's.
+  const data = { count: 0, total_minor: 0, entries: [] };
+  let url = `/admin/ledger?${query}&limit=10000`;
+  for (;;) {
+    const res = await api('GET', url);
+    if (!res.ok) {
+      page.replaceChildren(
+        h('h1', {}, 'Ledger'),
+        form,
+        h('p', { class: 'error', role: 'alert' }, await errorText(res)),
+      );
+      return;
+    }
+    const part = await res.json();
+    data.count += part.count;
+    data.total_minor += part.total_minor;
+    for (const e of part.entries) data.entries.push(e);
+    if (part.complete || !part.next_cursor) break;
+    const next = new URLSearchParams({ cursor: part.next_cursor, limit: '10000', tz: 'UTC' });
+    if (app) next.set('app', app);
+    url = `/admin/ledger?${next}`;
+  }
+  const entries = data.entries.slice().reverse();
+  const pages = Math.max(1, Math.ceil(entries.length / LEDGER_PAGE));
+  const shown = entries.slice(pageNo * LEDGER_PAGE, (pageNo + 1) * LEDGER_PAGE);
+  const csv = h(
+    'a',
+    { id: 'ledger-csv', href: `/admin/ledger?${query}&format=csv`, download: 'cpgw-ledger.csv' },
+    'Download this range as CSV',
+  );
+  const link = (n, text) => {
+    const q = new URLSearchParams(params);
+    q.set('page', String(n));
+    return h('a', { href: `#/ledger?${q}` }, text);
+  };
+  page.replaceChildren(
+    h('h1', {}, 'Ledger'),
+    form,
+    h('p', { id: 'ledger-summary' }, `${data.count} charges, ${money(data.total_minor)} in total. `, csv),
+    h(
+      'table',
+      { id: 'ledger' },
+      h('caption', {}, `Charges, newest first (page ${pageNo + 1} of ${pages})`),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Time', 'App', 'Operation', 'Kind', 'INN'].map((t) => h('th', { scope: 'col' }, t)),
+          h('th', { scope: 'col', class: 'num' }, 'Amount'),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        shown.map((e) =>
+          h(
+            'tr',
+            {},
+            h('td', {}, when(e.time)),
+            h('td', {}, e.app),
+            h('td', {}, e.operation),
+            h('td', {}, e.kind),
+            h('td', {}, e.inn),
+            h('td', { class: 'num' }, money(e.amountMinor)),
+          ),
+        ),
+      ),
+    ),
+    h(
+      'nav',
+      { class: 'pager', 'aria-label': 'Ledger pages' },
+      pageNo > 0 ? link(pageNo - 1, 'Previous page') : null,
+      pageNo + 1 < pages ? link(pageNo + 1, 'Next page') : null,
+    ),
+  );
+}
+
+// ---- Audit trail ------------------------------------------------------------------------------
+
+async function auditPage(page, params) {
+  const cursors = (params.get('trail') ?? '').split(',').filter(Boolean);
+  const q = new URLSearchParams({ limit: String(AUDIT_PAGE) });
+  if (cursors.length) q.set('cursor', cursors[cursors.length - 1]);
+  const res = await api('GET', `/admin/audit?${q}`);
+  if (!res.ok) {
+    page.replaceChildren(
+      h('h1', {}, 'Audit trail'),
+      h('p', { class: 'error', role: 'alert' }, await errorText(res)),
+    );
+    return;
+  }
+  const data = await res.json();
+  /** An entry's before/after: amounts (`*_minor`) in roubles, the rest as it is. */
+  const figures = (v) => {
+    if (v === null || typeof v !== 'object') return v === null ? '—' : String(v);
+    return Object.entries(v)
+      .map(([k, x]) =>
+        k.endsWith('_minor')
+          ? `${k.slice(0, -6)}: ${money(x)}`
+          : `${k}: ${typeof x === 'object' ? JSON.stringify(x) : x}`,
+      )
+      .join(', ');
+  };
+  const go = (trail, text) =>
+    h('a', { href: `#/audit${trail.length ? `?trail=${trail.join(',')}` : ''}` }, text);
+  page.replaceChildren(
+    h('h1', {}, 'Audit trail'),
+    h(
+      'table',
+      { id: 'audit' },
+      h('caption', {}, `Changes, oldest first (page ${cursors.length + 1})`),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Time', 'Actor', 'Role', 'Action', 'Target', 'Before', 'After', 'Reason'].map((t) =>
+            h('th', { scope: 'col' }, t),
+          ),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        data.entries.map((e) =>
+          h(
+            'tr',
+            { 'data-audit': e.id },
+            h('td', {}, when(e.time)),
+            h('td', {}, e.actor),
+            h('td', {}, e.role),
+            h('td', {}, e.action),
+            h('td', {}, e.target),
+            h('td', {}, figures(e.before)),
+            h('td', {}, figures(e.after)),
+            h('td', {}, e.reason ?? '—'),
+          ),
+        ),
+      ),
+    ),
+    h(
+      'nav',
+      { class: 'pager', 'aria-label': 'Audit pages' },
+      cursors.length ? go(cursors.slice(0, -1), 'Previous page') : null,
+      data.next_cursor ? go([...cursors, data.next_cursor], 'Next page') : null,
+    ),
+  );
+}
+
+// ---- Routing and start ------------------------------------------------------------------------
+
+const PAGES = { overview, budgets: budgetsPage, ledger: ledgerPage, audit: auditPage };
+
+async function route() {
+  if (!session) return;
+  const [path, query] = location.hash.replace(/^#\/?/, '').split('?');
+  const name = Object.hasOwn(PAGES, path) ? path : 'overview';
+  for (const a of document.querySelectorAll('#nav a'))
+    if (a.getAttribute('href') === `#/${name}`) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  const page = $('page');
+  page.hidden = false;
+  page.setAttribute('aria-busy', 'true');
+  try {
+    await PAGES[name](page, new URLSearchParams(query ?? ''));
+  } catch (err) {
+    if (!(err instanceof SignedOut))
+      page.replaceChildren(h('p', { class: 'error', role: 'alert' }, String(err.message ?? err)));
+  } finally {
+    page.removeAttribute('aria-busy');
+    page.setAttribute('data-page', name);
+  }
+}
+
+$('signin-form').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const input = /** @type {HTMLInputElement} */ ($('token'));
+  const token = input.value;
+  input.value = '';
+  const res = await fetch('/console/session', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    credentials: 'same-origin',
+    body: JSON.stringify({ token }),
+  });
+  if (res.status === 201) signedIn(await res.json());
+  else
+    $('signin-error').textContent = res.status === 401 ? 'This token is not accepted.' : await errorText(res);
+});
+
+$('signout').addEventListener('click', async () => {
+  try {
+    await api('DELETE', '/console/session');
+  } catch {
+    // Already signed out: the sign-in page is shown either way.
+  }
+  history.replaceState(null, '', '#');
+  showSignIn('Signed out.');
+});
+
+window.addEventListener('hashchange', route);
+
+const res = await fetch('/console/session', { credentials: 'same-origin' });
+if (res.ok) signedIn(await res.json());
+else showSignIn();
