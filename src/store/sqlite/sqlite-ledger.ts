@@ -56,9 +56,11 @@ export class SqliteLedger implements LedgerStore {
     const { ms, seq } = parseLedgerId(afterId);
     const to = Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(toMs));
     if (!(to > ms) || limit <= 0) return [];
+    // `ms >= ?` first: the primary key's range scan starts at the resume point (an OR of the two
+    // cases alone made SQLite scan from the start of the table on every page).
     const rows = this.db.all(
-      'SELECT record FROM ledger WHERE ((ms = ? AND seq > ?) OR ms > ?) AND ms < ? ORDER BY ms, seq LIMIT ?',
-      [ms, seq, ms, to, Math.floor(Math.min(limit, Number.MAX_SAFE_INTEGER))],
+      'SELECT record FROM ledger WHERE ms >= ? AND ms < ? AND (ms > ? OR seq > ?) ORDER BY ms, seq LIMIT ?',
+      [ms, to, ms, seq, Math.floor(Math.min(limit, Number.MAX_SAFE_INTEGER))],
     );
     return rows.map((r) => JSON.parse(String(r.record)) as LedgerRecord);
   }
