@@ -262,10 +262,15 @@ export async function derivationCounters(
   return out;
 }
 
-/** The gateway's own ledger total (GET /admin/ledger), to compare with the emulator's. */
+/** The gateway's own ledger total (GET /admin/ledger, every page), to compare with the emulator's. */
 export async function gatewayLedgerTotal(url: string, adminToken: string): Promise<number> {
-  const res = await fetch(`${url}/admin/ledger?format=json`, {
-    headers: { authorization: `Bearer ${adminToken}` },
-  });
-  return ((await res.json()) as { total_minor: number }).total_minor;
+  let total = 0;
+  let next = `${url}/admin/ledger?format=json&limit=10000`;
+  for (;;) {
+    const res = await fetch(next, { headers: { authorization: `Bearer ${adminToken}` } });
+    const page = (await res.json()) as { total_minor: number; complete: boolean; next_cursor: string | null };
+    total += page.total_minor;
+    if (page.complete || !page.next_cursor) return total;
+    next = `${url}/admin/ledger?format=json&limit=10000&cursor=${encodeURIComponent(page.next_cursor)}`;
+  }
 }

@@ -39,6 +39,8 @@ import { AuditTrail, changedConfigKeys } from './finance/audit-trail.ts';
 import { BUDGETS_CHANNEL, BudgetOverrides } from './finance/budget-overrides.ts';
 import type { FinanceStore } from './finance/finance-store.ts';
 import { MemoryFinanceStore } from './finance/memory-finance-store.ts';
+import { SavingsRecord } from './finance/savings-record.ts';
+import { registerStatementRoutes } from './finance/statement-routes.ts';
 import { RateGovernor } from './limits/index.ts';
 import { accessLogger } from './logger.ts';
 import { GatewayMetrics } from './metrics/gateway-metrics.ts';
@@ -222,6 +224,13 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     defaultMetrics: config.metrics.processMetrics,
   });
   metrics.m.walletLowBalanceHorizon.set(config.finance.lowBalanceDays * 86_400);
+  const savings = new SavingsRecord({
+    store: deps.store,
+    clock: deps.clock,
+    timeZone: () => live.deps.config.cost.timeZone,
+    logger: deps.logger,
+  });
+  metrics.savings = savings;
   const routeByUrl = new Map(UPSTREAM_ROUTES.map((r) => [`${r.method} ${r.url}`, r.name]));
 
   const access = accessLogger(deps.logger, config.log.requests);
@@ -234,6 +243,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     // A cache answer saves what the same read straight from the upstream would cost now.
     if (ctx && (ctx.cache === 'HIT' || ctx.cache === 'STALE') && reply.statusCode === 200)
       metrics.saved(ctx, 'cache', metrics.directCost(ctx, ctx.windowCovered ?? false));
+    // Served requests per app and day, and how many without paying (kept on record: statements).
+    if (ctx?.app && reply.statusCode < 400) savings.served(ctx.app.name, (ctx.chargedMinor ?? 0) > 0);
     const line = requestLogLine(request, reply);
     access.info({ reqId: request.id, ...line }, 'request');
     const route = ctx?.route.name ?? routeByUrl.get(`${request.method} ${request.routeOptions.url}`);
@@ -388,6 +399,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       deps.logger.warn({ operations: replayed }, 'replaying money operations a previous run left');
     pipelineDeps.reconciler.start();
     await heartbeat.start();
+    savings.start();
   });
   app.addHook('onClose', async () => {
     await heartbeat.stop();
@@ -408,6 +420,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         { savedTo: left.savedTo },
         'store unreachable at shutdown; money operations kept for the next start',
       );
+    await savings.close();
     if (!deps.finance) await finance.close();
   });
   // The reload seam: one generation (config + what is derived from it alone) read once per
@@ -477,6 +490,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       routes: { store: finance, overrides: pipelineDeps.overrides, bus: deps.store, clock: deps.clock },
     },
   });
+  registerStatementRoutes(app, { current, finance, savings });
   // The web console at /console/ over the admin API (404 while no admin token is configured).
   registerConsoleRoutes(app, current, deps.clock);
   registerReplicaRoutes(app, { current, heartbeat });

@@ -12,7 +12,6 @@ import { type AdminPrincipal, type AdminRight, authorizeAdmin } from '../auth/ad
 import type { DeliveryRecord, WebhookDeliveries } from '../checks/webhook-deliveries.ts';
 import { ConfigError } from '../config/load.ts';
 import { localDate } from '../cost/budget-periods.ts';
-import { ledgerCsv } from '../cost/spend-ledger.ts';
 import { byDay, reconcile } from '../cost/wallet-reconciliation.ts';
 import { checkInn } from '../domain/requests.ts';
 import { ApiError, type FieldProblem } from '../errors.ts';
@@ -173,54 +172,7 @@ export function registerAdminRoutes(
     };
   });
 
-  app.get('/admin/ledger', async (request, reply) => {
-    const { deps } = requireAdmin(request, 'read');
-    const q = request.query as Record<string, string | undefined>;
-    const format = q.format ?? 'json';
-    if (format !== 'json' && format !== 'csv') {
-      throw ApiError.validation([
-        { field: 'format', code: 'invalid_value', message: 'format must be json or csv' },
-      ]);
-    }
-    const to = parseTime(q.to, 'to', deps.clock.now() + 1);
-    const from = parseTime(q.from, 'from', to - 31 * 86_400_000);
-    if (q.app !== undefined && !deps.config.apps.some((a) => a.name === q.app) && q.app !== 'demo') {
-      throw ApiError.validation([{ field: 'app', code: 'unknown_app', message: `no app named ${q.app}` }]);
-    }
-    const entries = await deps.ledger.read(from, to, q.app);
-    if (format === 'csv') {
-      return reply
-        .header('content-type', 'text/csv; charset=utf-8')
-        .header('content-disposition', 'attachment; filename="cpgw-ledger.csv"')
-        .send(ledgerCsv(entries));
-    }
-    const total = entries.reduce((sum, e) => sum + e.amountMinor, 0);
-    // Charges whose outcome is not known yet: counted against budgets until reconciled.
-    const pending = (await deps.store.pendingCharges())
-      .filter((p) => q.app === undefined || p.app === q.app)
-      .map((p) => ({
-        time: new Date(p.at).toISOString(),
-        app: p.app,
-        operation: p.operation,
-        kind: p.kind,
-        inn: p.inn,
-        estimate_minor: p.estimateMinor,
-        idempotency_key: p.key,
-        request_id: p.requestId,
-        state: p.leaseUntil > deps.clock.now() ? 'in_flight' : 'unknown',
-        reconcile_attempts: p.reconcileAttempts,
-      }));
-    return {
-      from: new Date(from).toISOString(),
-      to: new Date(to).toISOString(),
-      count: entries.length,
-      total_minor: total,
-      entries: entries.map((e) => ({ ...e, time: new Date(e.at).toISOString() })),
-      pending,
-      // Records and releases this replica holds for a store that was unreachable.
-      outbox: deps.outbox.depth,
-    };
-  });
+  // GET /admin/ledger (JSON pages, CSV stream) and /admin/statements: finance/statement-routes.ts.
 
   app.post('/admin/prices/refresh', async (request) => {
     const { deps, principal } = requireAdmin(request, 'prices_refresh');

@@ -118,6 +118,12 @@ const NOT_COUNTERS = [
   'nodejs_active_resources_total',
 ];
 
+/** Where savings and served requests are also counted (finance/savings-record.ts). */
+export interface SavingsSink {
+  saved(app: string, kind: string, reason: string, amountMinor: number): void;
+  served(app: string, paid: boolean): void;
+}
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly m: Instruments;
@@ -227,6 +233,9 @@ export class GatewayMetrics {
     if (amountMinor > 0) this.m.spend.inc({ app: this.app(app), kind }, amountMinor);
   }
 
+  /** Also told of every saving and hit-path answer: finance/savings-record.ts keeps them on record. */
+  savings: SavingsSink | null = null;
+
   /** What this request would have cost sent straight to the upstream, and why it did not. */
   saved(ctx: RequestContext, reason: SavingReason, amountMinor: number): void {
     if (!ctx.app || !(amountMinor > 0)) return;
@@ -235,6 +244,7 @@ export class GatewayMetrics {
     ctx.savedMinor = (ctx.savedMinor ?? 0) + amountMinor;
     ctx.savedReason = reason;
     this.m.saved.inc({ app: this.app(ctx.app.name), kind, reason }, amountMinor);
+    this.savings?.saved(ctx.app.name, kind, reason, amountMinor);
   }
 
   /**
@@ -278,6 +288,10 @@ export class GatewayMetrics {
     while (b < DURATION_BOUNDS.length && seconds > DURATION_BOUNDS[b]!) b++;
     p.buckets[b]!++;
     if (savedMinor > 0 && p.savedLabels) p.saved += savedMinor;
+    if (this.savings) {
+      this.savings.served(app, false);
+      if (kind !== null) this.savings.saved(app, kind, 'cache', savedMinor);
+    }
   }
 
   /** Adds the hit path's pending counts to the instruments (called before any read of them). */

@@ -85,27 +85,112 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
   '/admin/openapi.json': { get: { summary: 'This document', responses: ok('OpenAPI 3.0.3 document') } },
   '/admin/ledger': {
     get: {
-      summary: 'Charges in [from, to), with pending charges and the outbox depth (JSON) or as CSV',
+      summary:
+        'Charges in [from, to): JSON pages (limit, next_cursor until complete) with pending charges and the outbox depth, or the whole range as one streamed CSV (no cap)',
       parameters: [
-        { name: 'from', in: 'query', schema: { type: 'string' }, description: 'ISO time or epoch ms' },
-        { name: 'to', in: 'query', schema: { type: 'string' }, description: 'ISO time or epoch ms' },
+        {
+          name: 'from',
+          in: 'query',
+          schema: { type: 'string' },
+          description: 'ISO time or epoch ms (default: to - 31 days)',
+        },
+        {
+          name: 'to',
+          in: 'query',
+          schema: { type: 'string' },
+          description: 'ISO time or epoch ms, exclusive (default: now)',
+        },
         { name: 'app', in: 'query', schema: { type: 'string' } },
         { name: 'format', in: 'query', schema: { type: 'string', enum: ['json', 'csv'] } },
+        {
+          name: 'limit',
+          in: 'query',
+          schema: { type: 'integer', minimum: 1, maximum: 10000, default: 1000 },
+          description: 'Entries per JSON page (CSV: not accepted, the whole range streams)',
+        },
+        {
+          name: 'cursor',
+          in: 'query',
+          schema: { type: 'string' },
+          description:
+            'next_cursor of the previous JSON page: resumes right after its last entry (carries from, to and app)',
+        },
+        {
+          name: 'tz',
+          in: 'query',
+          schema: { type: 'string' },
+          description:
+            'IANA time zone of the times shown (default cost.timeZone); at_ms is always UTC epoch ms',
+        },
       ],
       responses: {
-        ...ok('The ledger', {
+        ...ok('One page of the ledger (JSON) or the whole range (text/csv, last column at_ms)', {
           type: 'object',
-          required: ['count', 'total_minor', 'entries', 'pending', 'outbox'],
+          required: ['count', 'total_minor', 'complete', 'next_cursor', 'entries', 'pending', 'outbox'],
           properties: {
             from: { type: 'string' },
             to: { type: 'string' },
-            count: { type: 'integer' },
-            total_minor: { type: 'integer' },
+            time_zone: { type: 'string' },
+            count: { type: 'integer', description: 'Entries on this page' },
+            total_minor: { type: 'integer', description: 'Sum of this page' },
+            complete: { type: 'boolean', description: 'No entry of the range follows this page' },
+            next_cursor: { type: 'string', nullable: true },
             entries: { type: 'array', items: { type: 'object', additionalProperties: true } },
             pending: { type: 'array', items: { type: 'object', additionalProperties: true } },
             outbox: { type: 'integer' },
           },
         }),
+        ...invalid,
+      },
+    },
+  },
+  '/admin/statements/{month}': {
+    get: {
+      summary:
+        'The month statement per app and in total: charges by kind, savings by reason, requests served and the share without paying, caps in force and their changes, the peak day; frozen once the month closed',
+      parameters: [
+        {
+          name: 'month',
+          in: 'path',
+          required: true,
+          schema: { type: 'string', pattern: '^\\d{4}-\\d{2}$' },
+          description: 'YYYY-MM, a month of cost.timeZone',
+        },
+        { name: 'format', in: 'query', schema: { type: 'string', enum: ['json', 'csv'] } },
+        {
+          name: 'tz',
+          in: 'query',
+          schema: { type: 'string' },
+          description:
+            'IANA time zone of the times shown (default cost.timeZone); days stay cost.timeZone days',
+        },
+      ],
+      responses: {
+        ...ok('The statement (JSON) or one figure a line (text/csv: app,section,item,count,amount_minor)', {
+          type: 'object',
+          required: ['month', 'time_zone', 'state', 'apps', 'total'],
+          properties: {
+            month: { type: 'string' },
+            time_zone: { type: 'string' },
+            shown_in: { type: 'string' },
+            state: {
+              type: 'string',
+              enum: ['open', 'closed'],
+              description:
+                'open until the month ended in cost.timeZone plus one day; closed: computed once and frozen',
+            },
+            from: { type: 'string' },
+            to: { type: 'string' },
+            closes_at: { type: 'string' },
+            computed_at: { type: 'string' },
+            apps: { type: 'array', items: { $ref: '#/components/schemas/StatementPart' } },
+            total: { $ref: '#/components/schemas/StatementPart' },
+          },
+        }),
+        '404': {
+          description: 'The month has not begun yet (or the admin API is disabled)',
+          content: { 'application/json': { schema: envelope } },
+        },
         ...invalid,
       },
     },
@@ -368,6 +453,46 @@ export function adminOpenApi(serverUrl: string): Json {
               required: ['request_id'],
               properties: { request_id: { type: 'string' } },
             },
+          },
+        },
+        StatementPart: {
+          type: 'object',
+          description: 'One app of a statement, or the total (app "_total", its caps the global ones)',
+          required: ['app', 'charges', 'savings', 'requests', 'caps', 'cap_changes', 'peak_day', 'days'],
+          properties: {
+            app: { type: 'string' },
+            charges: {
+              type: 'object',
+              description: 'From the ledger: count and amount, by kind',
+              properties: {
+                count: { type: 'integer' },
+                amount_minor: { type: 'integer' },
+                by_kind: { type: 'array', items: { type: 'object', additionalProperties: true } },
+              },
+            },
+            savings: {
+              type: 'object',
+              description:
+                'Saved minor units by reason and by kind (cache, window, coalesced, idempotent, derived)',
+              additionalProperties: true,
+            },
+            requests: {
+              type: 'object',
+              properties: {
+                served: { type: 'integer' },
+                unpaid: { type: 'integer', description: 'Served without paying a charge' },
+                paid: { type: 'integer' },
+                unpaid_share: { type: 'number', nullable: true },
+              },
+            },
+            caps: { type: 'array', items: { type: 'object', additionalProperties: true } },
+            cap_changes: {
+              type: 'array',
+              description: 'budget_set / budget_reset entries of the audit trail in the month',
+              items: { type: 'object', additionalProperties: true },
+            },
+            peak_day: { type: 'object', nullable: true, additionalProperties: true },
+            days: { type: 'array', items: { type: 'object', additionalProperties: true } },
           },
         },
       },

@@ -19,4 +19,11 @@ export interface LedgerStore {
    * `at`, that later time (the log stays append-ordered; such a late record is found in the later slot).
    */
   readLedger(fromMs: number, toMs: number, limit?: number): Promise<LedgerRecord[]>;
+  /**
+   * Records strictly after the record with id `afterId` (`<ms>-<seq>`, as appended) whose id time
+   * is < toMs, oldest first, at most `limit` (default 1000): resuming a read exactly where a page
+   * ended, so records sharing one ms are neither skipped nor repeated. Throws RangeError on an id
+   * that is not `<ms>-<seq>`.
+   */
+  readLedgerAfter(afterId: string, toMs: number, limit?: number): Promise<LedgerRecord[]>;
 }

@@ -49,6 +49,15 @@ export function ledgerId(ms: number, seq: number): string {
   return `${ms}-${seq}`;
 }
 
+/** The parts of a ledger id `<ms>-<seq>`; throws RangeError on anything else. */
+export function parseLedgerId(id: string): { ms: number; seq: number } {
+  const m = /^(\d{1,16})-(\d{1,16})$/.exec(id);
+  const ms = m ? Number(m[1]) : Number.NaN;
+  const seq = m ? Number(m[2]) : Number.NaN;
+  if (!Number.isSafeInteger(ms) || !Number.isSafeInteger(seq)) throw new RangeError(`ledger: bad id ${id}`);
+  return { ms, seq };
+}
+
 /** A record as it comes back from either backend: JSON-clean (undefined fields dropped). */
 export function cleanRecord(record: LedgerRecord): LedgerRecord {
   return JSON.parse(JSON.stringify(record)) as LedgerRecord;

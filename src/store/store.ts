@@ -90,7 +90,7 @@ export const ROLE_METHODS = {
   ],
   budgets: ['reserve', 'settle', 'release', 'addSpend', 'readCounters'],
   slots: ['takeSlots', 'returnSlots', 'pauseClass', 'limiterState'],
-  ledger: ['appendLedger', 'readLedger'],
+  ledger: ['appendLedger', 'readLedger', 'readLedgerAfter'],
   bus: ['publish', 'subscribe'],
   charges: [
     'openCharge',

@@ -40,5 +40,28 @@ export function describeLedgerContract(t: ContractContext): void {
       expect(records.map((r) => r.at)).toEqual([t0 + 30, t0 + 25]);
       expect(b.startsWith(`${t0 + 30}-`)).toBe(true);
     });
+
+    it('resumes exactly after a record id: same-ms records are neither skipped nor repeated', async () => {
+      const base = t0 + 1000;
+      const ids: string[] = [];
+      // Seven records in three milliseconds (and a late one that takes the last id's time).
+      for (const at of [base, base, base, base + 1, base + 1, base + 2, base + 1]) {
+        ids.push(await t.store.appendLedger({ at, n: ids.length }));
+      }
+      const seen: string[] = [];
+      let page = await t.store.readLedger(base, base + 3, 2);
+      while (page.length > 0) {
+        seen.push(...page.map((r) => r.id as string));
+        page = await t.store.readLedgerAfter(seen[seen.length - 1]!, base + 3, 2);
+      }
+      expect(seen).toEqual(ids);
+      // The upper bound is by id time, exclusive.
+      expect((await t.store.readLedgerAfter(ids[0]!, base + 2)).map((r) => r.id)).toEqual(ids.slice(1, 5));
+      expect(await t.store.readLedgerAfter(ids[6]!, base + 100)).toEqual([]);
+      expect(await t.store.readLedgerAfter(ids[2]!, base)).toEqual([]);
+      // A made-up id between records resumes at the next one.
+      expect((await t.store.readLedgerAfter(`${base}-99`, base + 3, 1)).map((r) => r.id)).toEqual([ids[3]]);
+      await expect(t.store.readLedgerAfter('nope', base + 3)).rejects.toBeInstanceOf(RangeError);
+    });
   });
 }

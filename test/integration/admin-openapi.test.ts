@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { localDate } from '../../src/cost/budget-periods.ts';
 import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
 
 describe('GET /admin/openapi.json', () => {
@@ -31,6 +32,7 @@ describe('GET /admin/openapi.json', () => {
       '../../src/admin/admin-routes.ts',
       '../../src/finance/budget-routes.ts',
       '../../src/admin/replicas-routes.ts',
+      '../../src/finance/statement-routes.ts',
     ]
       .map((file) => readFileSync(join(import.meta.dirname, file), 'utf8'))
       .join('\n');
@@ -47,7 +49,10 @@ describe('GET /admin/openapi.json', () => {
     expect(documented).toEqual(registered);
     // And each documented route answers (not 404) with the admin token.
     for (const entry of documented.filter((e) => e.startsWith('get '))) {
-      const path = entry.slice(4);
+      // A path parameter gets a value that exists: the current month of cost.timeZone.
+      const path = entry
+        .slice(4)
+        .replace('{month}', localDate(h.gateway.clock.now(), 'Europe/Moscow').slice(0, 7));
       const r = await fetch(`${h.gateway.url}${path}`, {
         headers: { authorization: `Bearer ${h.adminToken}` },
       });

@@ -86,7 +86,7 @@ describe('coverage windows', () => {
       })
     ).text();
     expect(csv.split('\n')[0]).toBe(
-      'time,app,operation,kind,inn,amount_minor,upstream_request_id,request_id,idempotency_key,reconciled',
+      'time,app,operation,kind,inn,amount_minor,upstream_request_id,request_id,idempotency_key,reconciled,at_ms',
     );
     expect(csv.trim().split('\n').length - 1).toBe(ours.entries.filter((e) => e.app === 'alpha').length);
   });

@@ -465,6 +465,8 @@ async function ledgerPage(page, params) {
   const query = new URLSearchParams({
     from: `${fromDay}T00:00:00.000Z`,
     to: `${day(Date.parse(toDay) + 86_400_000)}T00:00:00.000Z`,
+    // Times as this page shows them: UTC (the API's default zone is cost.timeZone).
+    tz: 'UTC',
   });
   if (app) query.set('app', app);
   const select = h(
@@ -489,16 +491,29 @@ async function ledgerPage(page, params) {
     if (select.value) q.set('app', select.value);
     location.hash = `#/ledger?${q}`;
   });
-  const res = await api('GET', `/admin/ledger?${query}`);
-  if (!res.ok) {
-    page.replaceChildren(
-      h('h1', {}, 'Ledger'),
-      form,
-      h('p', { class: 'error', role: 'alert' }, await errorText(res)),
-    );
-    return;
+  // The ledger answers in pages (at most 10,000 entries each, next_cursor until complete): read
+  // every page of the range, so the count and total are the range's.
+  const data = { count: 0, total_minor: 0, entries: [] };
+  let url = `/admin/ledger?${query}&limit=10000`;
+  for (;;) {
+    const res = await api('GET', url);
+    if (!res.ok) {
+      page.replaceChildren(
+        h('h1', {}, 'Ledger'),
+        form,
+        h('p', { class: 'error', role: 'alert' }, await errorText(res)),
+      );
+      return;
+    }
+    const part = await res.json();
+    data.count += part.count;
+    data.total_minor += part.total_minor;
+    for (const e of part.entries) data.entries.push(e);
+    if (part.complete || !part.next_cursor) break;
+    const next = new URLSearchParams({ cursor: part.next_cursor, limit: '10000', tz: 'UTC' });
+    if (app) next.set('app', app);
+    url = `/admin/ledger?${next}`;
   }
-  const data = await res.json();
   const entries = data.entries.slice().reverse();
   const pages = Math.max(1, Math.ceil(entries.length / LEDGER_PAGE));
   const shown = entries.slice(pageNo * LEDGER_PAGE, (pageNo + 1) * LEDGER_PAGE);

@@ -3,7 +3,7 @@
 //
 // Must never: reorder records, or grow past its cap (the oldest are dropped and counted).
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
-import { cleanRecord, DEFAULT_LEDGER_READ_LIMIT, ledgerId } from '../store-util.ts';
+import { cleanRecord, DEFAULT_LEDGER_READ_LIMIT, ledgerId, parseLedgerId } from '../store-util.ts';
 
 interface LedgerEntry {
   ms: number;
@@ -58,6 +58,29 @@ export class MemoryLedger implements LedgerStore {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (this.entries[mid]!.ms < fromMs) lo = mid + 1;
+      else hi = mid;
+    }
+    const out: LedgerRecord[] = [];
+    for (let i = lo; i < this.entries.length && out.length < limit; i++) {
+      const entry = this.entries[i]!;
+      if (entry.ms >= toMs) break;
+      out.push({ ...entry.record });
+    }
+    return out;
+  }
+
+  async readLedgerAfter(
+    afterId: string,
+    toMs: number,
+    limit = DEFAULT_LEDGER_READ_LIMIT,
+  ): Promise<LedgerRecord[]> {
+    const after = parseLedgerId(afterId);
+    let lo = this.head;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const e = this.entries[mid]!;
+      if (e.ms < after.ms || (e.ms === after.ms && e.seq <= after.seq)) lo = mid + 1;
       else hi = mid;
     }
     const out: LedgerRecord[] = [];

@@ -5,7 +5,7 @@
 //
 // Must never: reorder or rewrite a record once appended.
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
-import { DEFAULT_LEDGER_READ_LIMIT } from '../store-util.ts';
+import { DEFAULT_LEDGER_READ_LIMIT, parseLedgerId } from '../store-util.ts';
 import type { PgLink } from './pg-link.ts';
 
 /** The stored body of a record: JSON-clean, without its id (the row's). Checks `at` first. */
@@ -33,6 +33,21 @@ export class PgLedger implements LedgerStore {
     const { rows } = await this.link.query<{ id: string; record: LedgerRecord }>(
       'SELECT id, record FROM cpgw.ledger WHERE ms >= $1 AND ms < $2 ORDER BY ms, seq LIMIT $3',
       [from, to, Math.floor(limit)],
+    );
+    return rows.map((r) => ({ ...r.record, id: r.id }));
+  }
+
+  async readLedgerAfter(
+    afterId: string,
+    toMs: number,
+    limit = DEFAULT_LEDGER_READ_LIMIT,
+  ): Promise<LedgerRecord[]> {
+    const { ms, seq } = parseLedgerId(afterId);
+    const to = Math.ceil(toMs);
+    if (to <= ms || limit <= 0) return [];
+    const { rows } = await this.link.query<{ id: string; record: LedgerRecord }>(
+      'SELECT id, record FROM cpgw.ledger WHERE (ms, seq) > ($1, $2) AND ms < $3 ORDER BY ms, seq LIMIT $4',
+      [ms, seq, to, Math.floor(limit)],
     );
     return rows.map((r) => ({ ...r.record, id: r.id }));
   }

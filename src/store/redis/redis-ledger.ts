@@ -3,7 +3,7 @@
 //
 // Must never: reorder records (a late record takes the last id's time).
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
-import { DEFAULT_LEDGER_READ_LIMIT } from '../store-util.ts';
+import { DEFAULT_LEDGER_READ_LIMIT, parseLedgerId } from '../store-util.ts';
 import type { RedisLink } from './link.ts';
 import { LEDGER_APPEND } from './money-scripts.ts';
 
@@ -25,13 +25,27 @@ export class RedisLedger implements LedgerStore {
   }
 
   async readLedger(fromMs: number, toMs: number, limit = DEFAULT_LEDGER_READ_LIMIT): Promise<LedgerRecord[]> {
-    const { link } = this;
     const from = Math.max(0, Math.ceil(fromMs));
     const last = Math.ceil(toMs) - 1;
     if (last < from || limit <= 0) return [];
-    const entries = await link.run(() =>
-      link.client.xrange(link.k.ledger, String(from), String(last), 'COUNT', limit),
-    );
+    return this.range(String(from), String(last), limit);
+  }
+
+  async readLedgerAfter(
+    afterId: string,
+    toMs: number,
+    limit = DEFAULT_LEDGER_READ_LIMIT,
+  ): Promise<LedgerRecord[]> {
+    const { ms, seq } = parseLedgerId(afterId);
+    const last = Math.ceil(toMs) - 1;
+    if (last < ms || limit <= 0) return [];
+    // The next possible id after <ms>-<seq> (inclusive start; works on every Redis version).
+    return this.range(`${ms}-${seq + 1}`, String(last), limit);
+  }
+
+  private async range(start: string, end: string, limit: number): Promise<LedgerRecord[]> {
+    const { link } = this;
+    const entries = await link.run(() => link.client.xrange(link.k.ledger, start, end, 'COUNT', limit));
     return entries.map(([id, fields]) => {
       const body = fields[fields.indexOf('r') + 1] ?? '{}';
       return { ...(JSON.parse(body) as LedgerRecord), id };

@@ -5,7 +5,7 @@
 //
 // Must never: reorder or rewrite a record once appended.
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
-import { cleanRecord, DEFAULT_LEDGER_READ_LIMIT, ledgerId } from '../store-util.ts';
+import { cleanRecord, DEFAULT_LEDGER_READ_LIMIT, ledgerId, parseLedgerId } from '../store-util.ts';
 import type { MoneyDb } from './sqlite-db.ts';
 
 export class SqliteLedger implements LedgerStore {
@@ -45,6 +45,23 @@ export class SqliteLedger implements LedgerStore {
       Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(toMs)),
       Math.floor(Math.min(limit, Number.MAX_SAFE_INTEGER)),
     ]);
+    return rows.map((r) => JSON.parse(String(r.record)) as LedgerRecord);
+  }
+
+  async readLedgerAfter(
+    afterId: string,
+    toMs: number,
+    limit = DEFAULT_LEDGER_READ_LIMIT,
+  ): Promise<LedgerRecord[]> {
+    const { ms, seq } = parseLedgerId(afterId);
+    const to = Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(toMs));
+    if (!(to > ms) || limit <= 0) return [];
+    // `ms >= ?` first: the primary key's range scan starts at the resume point (an OR of the two
+    // cases alone made SQLite scan from the start of the table on every page).
+    const rows = this.db.all(
+      'SELECT record FROM ledger WHERE ms >= ? AND ms < ? AND (ms > ? OR seq > ?) ORDER BY ms, seq LIMIT ?',
+      [ms, to, ms, seq, Math.floor(Math.min(limit, Number.MAX_SAFE_INTEGER))],
+    );
     return rows.map((r) => JSON.parse(String(r.record)) as LedgerRecord);
   }
 }
