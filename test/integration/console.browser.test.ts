@@ -183,6 +183,10 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
     expect(crmRow).toContain('9702,00₽');
     expect((await page.locator('tr[data-app="total"]').innerText()).replace(/\s/g, '')).toContain('297,00₽');
     expect(await page.locator('svg.chart desc').textContent()).toMatch(/crm: 198,00\s₽ of 990,00\s₽/);
+    // Savings this month (the statement): a row per app and the total, with the unpaid share.
+    expect(await page.locator('tr[data-savings="Total"] [data-field="unpaid-share"]').textContent()).toMatch(
+      /^(\d+ %|—)$/,
+    );
     // The wallet section reads /admin/reconciliation: nothing unattributed (every charge is the gateway's).
     expect((await page.locator('dd[data-field="unattributed"]').innerText()).replace(/\s/g, '')).toBe(
       '0,00₽',
@@ -266,6 +270,25 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
     expect(await axe(page)).toEqual([]);
     await shot(page, 'ledger');
     await everyControlByKeyboard(page);
+
+    // Statements: this month's, open, equal to the API's; its CSV link is the API's CSV.
+    await show(page, '#/statements', 'statements');
+    const month = (await page.locator('#st-month').inputValue())!;
+    const api = (await (await admin('GET', `/admin/statements/${month}`)).json()) as {
+      state: string;
+      apps: Array<{ app: string; charges: { count: number } }>;
+      total: { charges: { count: number } };
+    };
+    expect(api.state).toBe('open');
+    const crmCells = await page.locator('#statement tr[data-app="crm"] td').allInnerTexts();
+    expect(Number(crmCells[0])).toBe(api.apps.find((a) => a.app === 'crm')!.charges.count);
+    expect(Number((await page.locator('#statement tr[data-app="Total"] td').allInnerTexts())[0])).toBe(
+      api.total.charges.count,
+    );
+    const stCsv = (await page.locator('#page a[download]').getAttribute('href'))!;
+    expect(await page.evaluate((u) => fetch(u).then((r) => r.status), stCsv)).toBe(200);
+    expect(await axe(page)).toEqual([]);
+    await shot(page, 'statements');
 
     // Sign out: the old cookie is refused by the admin API.
     const sessionCookie = `cpgw_console=${(await context.cookies())[0]!.value}`;

@@ -269,8 +269,78 @@ async function overview(page) {
     table,
     h('h2', {}, 'This month: spend against cap'),
     spendChart(chartRows),
+    await savingsSection(data.time_zone),
     await walletSection(),
   );
+}
+
+/** This month's savings by reason and the share answered without paying (the month's statement). */
+async function savingsSection(zone) {
+  const month = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit' })
+    .format(new Date())
+    .slice(0, 7);
+  const section = h(
+    'section',
+    { 'aria-labelledby': 'savings-h' },
+    h('h2', { id: 'savings-h' }, `Savings, ${month}`),
+  );
+  const res = await api('GET', `/admin/statements/${month}`);
+  if (!res.ok) {
+    section.append(h('p', { class: 'error' }, await errorText(res)));
+    return section;
+  }
+  const st = await res.json();
+  const reasons = Object.keys(st.total.savings.by_reason).sort();
+  const share = (p) =>
+    p.requests.unpaid_share === null ? '—' : `${Math.round(p.requests.unpaid_share * 100)} %`;
+  section.append(
+    h(
+      'table',
+      {},
+      h(
+        'caption',
+        {},
+        'Saved against calling the vendor directly, by reason; requests answered without paying',
+      ),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'col' }, 'App'),
+          reasons.map((r) => h('th', { scope: 'col', class: 'num' }, r)),
+          h('th', { scope: 'col', class: 'num' }, 'Saved'),
+          h('th', { scope: 'col', class: 'num' }, 'Spent'),
+          h('th', { scope: 'col', class: 'num' }, 'Answered without paying'),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        [...st.apps, { ...st.total, app: 'Total' }].map((p) =>
+          h(
+            'tr',
+            { 'data-savings': p.app },
+            h('th', { scope: 'row' }, p.app),
+            reasons.map((r) => h('td', { class: 'num' }, money(p.savings.by_reason[r] ?? 0))),
+            h('td', { class: 'num' }, money(p.savings.total_minor)),
+            h('td', { class: 'num' }, money(p.charges.amount_minor)),
+            h('td', { class: 'num', 'data-field': 'unpaid-share' }, share(p)),
+          ),
+        ),
+      ),
+    ),
+  );
+  return section;
+}
+
+/** Days the last balance lasts at the average daily ledger spend of the days shown. */
+function runway(last, days) {
+  const spent = days.reduce((n, d) => n + d.ledger_minor, 0);
+  if (!last || days.length === 0) return 'not known yet';
+  if (spent === 0) return 'no spend in these days';
+  return `${Math.floor(last.balance_minor / (spent / days.length))} days`;
 }
 
 /** The vendor's wallet against the ledger, last 7 days (GET /admin/reconciliation). */
@@ -296,6 +366,8 @@ async function walletSection() {
     h('dd', { 'data-field': 'unattributed' }, money(rec.totals.unattributed_minor)),
     h('dt', {}, 'Top-ups'),
     h('dd', { 'data-field': 'topups' }, money(rec.totals.top_up_minor)),
+    h('dt', {}, 'Runway (balance over the average daily spend of these days)'),
+    h('dd', { 'data-field': 'runway' }, runway(last, rec.days)),
   );
   section.append(dl);
   return section;
@@ -571,6 +643,84 @@ async function ledgerPage(page, params) {
   );
 }
 
+// ---- Statements -------------------------------------------------------------------------------
+
+/** A month's statement (GET /admin/statements/{YYYY-MM}): open or closed, per app and in total. */
+async function statementsPage(page, params) {
+  const now = new Date();
+  const month = params.get('month') ?? `${now.getFullYear()}-${String(now.getMonth() + 1).padStart(2, '0')}`;
+  const form = h(
+    'form',
+    { id: 'statement-form' },
+    h('label', { for: 'st-month' }, 'Month'),
+    h('input', { id: 'st-month', name: 'month', type: 'month', value: month, required: true }),
+    h('button', { type: 'submit' }, 'Show'),
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    location.hash = `#/statements?month=${encodeURIComponent(String(new FormData(form).get('month')))}`;
+  });
+  const res = await api('GET', `/admin/statements/${encodeURIComponent(month)}`);
+  if (!res.ok) {
+    page.replaceChildren(
+      h('h1', {}, 'Statements'),
+      form,
+      h('p', { class: 'error', role: 'alert' }, await errorText(res)),
+    );
+    return;
+  }
+  const st = await res.json();
+  const rows = [...st.apps, { ...st.total, app: 'Total' }];
+  const state = st.state === 'closed' ? 'closed (frozen)' : `open until ${st.closes_at}`;
+  const table = h(
+    'table',
+    { id: 'statement' },
+    h('caption', {}, `${st.month}: ${state}, days in ${st.time_zone}`),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', { scope: 'col' }, 'App'),
+        ['Charges', 'Spent', 'Saved', 'Requests', 'Without paying', 'Peak day'].map((t) =>
+          h('th', { scope: 'col', class: 'num' }, t),
+        ),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      rows.map((p) =>
+        h(
+          'tr',
+          { 'data-app': p.app },
+          h('th', { scope: 'row' }, p.app),
+          h('td', { class: 'num' }, String(p.charges.count)),
+          h('td', { class: 'num' }, money(p.charges.amount_minor)),
+          h('td', { class: 'num' }, money(p.savings.total_minor)),
+          h('td', { class: 'num' }, String(p.requests.served)),
+          h('td', { class: 'num' }, String(p.requests.unpaid)),
+          h(
+            'td',
+            { class: 'num' },
+            p.peak_day ? `${p.peak_day.day} (${money(p.peak_day.amount_minor)})` : '—',
+          ),
+        ),
+      ),
+    ),
+  );
+  const csv = h(
+    'a',
+    {
+      href: `/admin/statements/${encodeURIComponent(st.month)}?format=csv`,
+      download: `cpgw-statement-${st.month}.csv`,
+    },
+    'Download as CSV',
+  );
+  page.replaceChildren(h('h1', {}, 'Statements'), form, table, h('p', {}, csv));
+}
+
 // ---- Replicas ---------------------------------------------------------------------------------
 
 /** Live replicas (GET /admin/replicas: heartbeats in the shared store) and this one's health. */
@@ -715,6 +865,7 @@ const PAGES = {
   overview,
   budgets: budgetsPage,
   ledger: ledgerPage,
+  statements: statementsPage,
   audit: auditPage,
   replicas: replicasPage,
 };
