@@ -55,6 +55,18 @@ function toEntry(r: LedgerRecord): SpendEntry {
   };
 }
 
+/** Which entries a read keeps: of one app, one kind, one company (each optional). */
+export interface LedgerFilter {
+  app?: string | undefined;
+  kind?: string | undefined;
+  inn?: string | undefined;
+}
+
+function matcher(f: LedgerFilter): ((e: SpendEntry) => boolean) | null {
+  if (!f.app && !f.kind && !f.inn) return null;
+  return (e) => (!f.app || e.app === f.app) && (!f.kind || e.kind === f.kind) && (!f.inn || e.inn === f.inn);
+}
+
 export class SpendLedger {
   constructor(private readonly store: LedgerStore) {}
 
@@ -66,8 +78,9 @@ export class SpendLedger {
   async *batches(
     fromMs: number,
     toMs: number,
-    o: { app?: string | undefined; afterId?: string | null; batch?: number } = {},
+    o: LedgerFilter & { afterId?: string | null; batch?: number } = {},
   ): AsyncGenerator<{ entries: SpendEntry[]; lastId: string }> {
+    const keep = matcher(o);
     const size = o.batch ?? SCAN_BATCH;
     let after = o.afterId ?? null;
     for (;;) {
@@ -78,7 +91,7 @@ export class SpendLedger {
       if (records.length === 0) return;
       after = String(records[records.length - 1]!.id);
       const entries = records.map(toEntry);
-      yield { entries: o.app ? entries.filter((e) => e.app === o.app) : entries, lastId: after };
+      yield { entries: keep ? entries.filter(keep) : entries, lastId: after };
       if (records.length < size) return;
     }
   }
@@ -90,13 +103,14 @@ export class SpendLedger {
   async page(
     fromMs: number,
     toMs: number,
-    o: { app?: string | undefined; afterId?: string | null; limit: number },
+    o: LedgerFilter & { afterId?: string | null; limit: number },
   ): Promise<SpendPage> {
     const entries: SpendEntry[] = [];
     let lastId: string | null = null;
     // Without a filter, one read of limit + 1 records tells whether more remain.
-    const batch = o.app ? SCAN_BATCH : o.limit + 1;
-    for await (const b of this.batches(fromMs, toMs, { app: o.app, afterId: o.afterId ?? null, batch })) {
+    const batch = matcher(o) ? SCAN_BATCH : o.limit + 1;
+    const filter = { app: o.app, kind: o.kind, inn: o.inn };
+    for await (const b of this.batches(fromMs, toMs, { ...filter, afterId: o.afterId ?? null, batch })) {
       for (const e of b.entries) {
         if (entries.length === o.limit) return { entries, lastId, complete: false };
         entries.push(e);

@@ -17,6 +17,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type AdminRight, authorizeAdmin } from '../auth/admin-roles.ts';
 import { localDate } from '../cost/budget-periods.ts';
 import { CSV_HEADER, csvLine, isTimeZone, ZonedTime } from '../cost/spend-ledger.ts';
+import { checkInn } from '../domain/requests.ts';
 import { ApiError } from '../errors.ts';
 import { PRICE_KINDS } from '../metrics/gateway-metrics.ts';
 import { SAVING_REASONS } from '../metrics/metric-catalogue.ts';
@@ -85,15 +86,20 @@ function zoneOf(q: Record<string, string | undefined>, deps: PipelineDeps): stri
 }
 
 /** What a ledger cursor carries: the range, the app filter and the last record read. */
+/** The kinds a ledger entry can have (the price kinds). */
+const LEDGER_KINDS: readonly string[] = PRICE_KINDS;
+
 interface LedgerCursor {
   after: string;
   from: number;
   to: number;
   app: string | null;
+  kind: string | null;
+  inn: string | null;
 }
 
 function encodeCursor(c: LedgerCursor): string {
-  return Buffer.from(JSON.stringify([1, c.after, c.from, c.to, c.app])).toString('base64url');
+  return Buffer.from(JSON.stringify([2, c.after, c.from, c.to, c.app, c.kind, c.inn])).toString('base64url');
 }
 
 function decodeCursor(text: string): LedgerCursor {
@@ -111,8 +117,17 @@ function decodeCursor(text: string): LedgerCursor {
   } catch {
     throw bad();
   }
-  if (!Array.isArray(v) || v.length !== 5 || v[0] !== 1) throw bad();
-  const [, after, from, to, app] = v as [number, unknown, unknown, unknown, unknown];
+  if (!Array.isArray(v) || !((v.length === 5 && v[0] === 1) || (v.length === 7 && v[0] === 2))) throw bad();
+  const [, after, from, to, app, kind = null, inn = null] = v as [
+    number,
+    unknown,
+    unknown,
+    unknown,
+    unknown,
+    unknown?,
+    unknown?,
+  ];
+  if ((kind !== null && typeof kind !== 'string') || (inn !== null && typeof inn !== 'string')) throw bad();
   if (
     typeof after !== 'string' ||
     !/^\d{1,16}-\d{1,16}$/.test(after) ||
@@ -121,7 +136,14 @@ function decodeCursor(text: string): LedgerCursor {
     (app !== null && typeof app !== 'string')
   )
     throw bad();
-  return { after, from: from as number, to: to as number, app: app as string | null };
+  return {
+    after,
+    from: from as number,
+    to: to as number,
+    app: app as string | null,
+    kind: kind as string | null,
+    inn: inn as string | null,
+  };
 }
 
 export function registerStatementRoutes(app: FastifyInstance, o: StatementRoutesOptions): void {
@@ -140,6 +162,22 @@ export function registerStatementRoutes(app: FastifyInstance, o: StatementRoutes
     const to = cursor ? cursor.to : parseTime(q.to, 'to', deps.clock.now() + 1);
     const from = cursor ? cursor.from : parseTime(q.from, 'from', to - 31 * 86_400_000);
     const appName = cursor ? (cursor.app ?? undefined) : q.app;
+    const kind = cursor ? (cursor.kind ?? undefined) : q.kind || undefined;
+    const inn = cursor ? (cursor.inn ?? undefined) : q.inn || undefined;
+    const problems = [
+      ...(kind !== undefined && !LEDGER_KINDS.includes(kind)
+        ? [
+            {
+              field: 'kind',
+              code: 'invalid_value',
+              message: `kind must be one of ${LEDGER_KINDS.join(', ')}`,
+            },
+          ]
+        : []),
+      ...(inn !== undefined ? checkInn(inn) : []),
+    ];
+    if (problems.length) throw ApiError.validation(problems);
+    const filter = { app: appName, kind, inn };
     if (cursor && q.app !== undefined && q.app !== (cursor.app ?? '')) {
       throw ApiError.validation([
         { field: 'cursor', code: 'invalid_value', message: 'this cursor belongs to another app filter' },
@@ -164,7 +202,7 @@ export function registerStatementRoutes(app: FastifyInstance, o: StatementRoutes
       async function* lines(): AsyncGenerator<string> {
         yield CSV_HEADER;
         try {
-          for await (const b of ledger.batches(from, to, { app: appName })) {
+          for await (const b of ledger.batches(from, to, filter)) {
             let chunk = '';
             for (const e of b.entries) chunk += csvLine(e, zone);
             if (chunk) yield chunk;
@@ -190,11 +228,16 @@ export function registerStatementRoutes(app: FastifyInstance, o: StatementRoutes
         },
       ]);
     }
-    const page = await deps.ledger.page(from, to, { app: appName, afterId: cursor?.after ?? null, limit });
+    const page = await deps.ledger.page(from, to, { ...filter, afterId: cursor?.after ?? null, limit });
     const total = page.entries.reduce((sum, e) => sum + e.amountMinor, 0);
     // Charges whose outcome is not known yet: counted against budgets until reconciled.
     const pending = (await deps.store.pendingCharges())
-      .filter((p) => appName === undefined || p.app === appName)
+      .filter(
+        (p) =>
+          (appName === undefined || p.app === appName) &&
+          (kind === undefined || p.kind === kind) &&
+          (inn === undefined || p.inn === inn),
+      )
       .map((p) => ({
         time: zone.format(p.at),
         at_ms: p.at,
@@ -219,7 +262,14 @@ export function registerStatementRoutes(app: FastifyInstance, o: StatementRoutes
       next_cursor:
         page.complete || page.lastId === null
           ? null
-          : encodeCursor({ after: page.lastId, from, to, app: appName ?? null }),
+          : encodeCursor({
+              after: page.lastId,
+              from,
+              to,
+              app: appName ?? null,
+              kind: kind ?? null,
+              inn: inn ?? null,
+            }),
       entries: page.entries.map((e) => ({ ...e, time: zone.format(e.at), at_ms: e.at })),
       pending,
       // Records and releases this replica holds for a store that was unreachable.

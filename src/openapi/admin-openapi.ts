@@ -89,6 +89,18 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
         'Charges in [from, to): JSON pages (limit, next_cursor until complete) with pending charges and the outbox depth, or the whole range as one streamed CSV (no cap)',
       parameters: [
         {
+          name: 'kind',
+          in: 'query',
+          schema: { type: 'string', enum: ['dossier', 'requisites', 'check', 'person'] },
+          description: 'only charges of this kind',
+        },
+        {
+          name: 'inn',
+          in: 'query',
+          schema: { type: 'string', pattern: '^(\\d{10}|\\d{12})$' },
+          description: 'only charges for this company or person (check digits verified)',
+        },
+        {
           name: 'from',
           in: 'query',
           schema: { type: 'string' },

@@ -267,6 +267,17 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
     const viaApi = await (await admin('GET', href)).text();
     expect(viaPage).toBe(viaApi);
     expect(viaApi.trim().split('\n')).toHaveLength(3);
+    // Kind and INN filters: the API's, through the page's form (one of crm's two companies).
+    const firstInn = (await page.locator('#ledger tbody tr').first().locator('td').nth(4).innerText()).trim();
+    await page.locator('#ledger-inn').fill(firstInn);
+    await page.locator('#ledger-kind').selectOption('dossier');
+    await page.locator('#ledger-filter button[type="submit"]').click();
+    await page.locator(`#page[data-page="ledger"]:not([aria-busy])`).waitFor();
+    await expect.poll(() => page.locator('#ledger tbody tr').count()).toBe(1);
+    expect(await page.locator('#ledger-csv').getAttribute('href')).toContain(
+      `&kind=dossier&inn=${firstInn}&format=csv`,
+    );
+    await show(page, '#/ledger?app=crm', 'ledger');
     expect(await axe(page)).toEqual([]);
     await shot(page, 'ledger');
     await everyControlByKeyboard(page);

@@ -31,8 +31,8 @@ beforeAll(async () => {
         at: from + Math.floor(i / 3),
         app,
         operation: 'company',
-        kind: 'dossier',
-        inn: '7707083893',
+        kind: i % 4 === 0 ? 'requisites' : 'dossier',
+        inn: i % 10 === 0 ? '7736050003' : '7707083893',
         amountMinor,
         upstreamRequestId: `up-${i}`,
         requestId: `req-${i}`,
@@ -121,7 +121,7 @@ describe('ledger export', () => {
     expect(total).toBe(expectedTotal);
     // cost.timeZone defaults to Europe/Moscow: +03:00.
     expect(lines[1]).toMatch(
-      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+03:00,alpha,company,dossier,7707083893,100,/,
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+03:00,alpha,company,requisites,7736050003,100,/,
     );
     expect(lines[1]).toContain(`,"key,""0""",false,${from}`);
   });
@@ -138,6 +138,40 @@ describe('ledger export', () => {
     const moscow = await page(`from=${from}&to=${to}&limit=1`);
     expect(moscow.time_zone).toBe('Europe/Moscow');
     expect(moscow.entries[0]!.time.endsWith('+03:00')).toBe(true);
+  });
+
+  it('filters by kind and INN, in pages (the cursor keeps the filter) and in the CSV', async () => {
+    const want = (i: number) => i % 4 === 0 && i % 10 === 0; // requisites of 7736050003
+    const expected = expectedIds.filter((_, i) => want(i));
+    const got: string[] = [];
+    let url = `${h.gateway.url}/admin/ledger?from=${from}&to=${to + 1}&kind=requisites&inn=7736050003&limit=100`;
+    for (;;) {
+      const page = (await (await fetch(url, { headers: admin() })).json()) as {
+        entries: Array<{ id: string; kind: string; inn: string }>;
+        next_cursor: string | null;
+      };
+      for (const e of page.entries) {
+        expect([e.kind, e.inn]).toEqual(['requisites', '7736050003']);
+        got.push(e.id);
+      }
+      if (!page.next_cursor) break;
+      url = `${h.gateway.url}/admin/ledger?cursor=${page.next_cursor}&limit=100`;
+    }
+    expect(got).toEqual(expected);
+    const csv = await (
+      await fetch(
+        `${h.gateway.url}/admin/ledger?from=${from}&to=${to + 1}&kind=requisites&inn=7736050003&format=csv`,
+        {
+          headers: admin(),
+        },
+      )
+    ).text();
+    expect(csv.trimEnd().split('\n')).toHaveLength(expected.length + 1);
+    const bad = await fetch(`${h.gateway.url}/admin/ledger?kind=gold&inn=123`, { headers: admin() });
+    expect(bad.status).toBe(422);
+    const fields = ((await bad.json()) as { error: { details: { fields: Array<{ field: string }> } } }).error
+      .details.fields;
+    expect(fields.map((f) => f.field).sort()).toEqual(['inn', 'kind']);
   });
 
   it('refuses a bad tz, limit or cursor with 422 naming the field', async () => {

@@ -531,8 +531,11 @@ async function ledgerPage(page, params) {
   const apps = Object.keys((await budgets()).budgets).filter((a) => a !== GLOBAL);
   const now = Date.now();
   const app = params.get('app') ?? '';
+  const kind = params.get('kind') ?? '';
+  const inn = params.get('inn') ?? '';
   const fromDay = params.get('from') ?? day(now - 30 * 86_400_000);
   const toDay = params.get('to') ?? day(now);
+  const cursor = params.get('cursor') ?? '';
   const pageNo = Math.max(0, Number(params.get('page') ?? 0) || 0);
   const query = new URLSearchParams({
     from: `${fromDay}T00:00:00.000Z`,
@@ -541,18 +544,38 @@ async function ledgerPage(page, params) {
     tz: 'UTC',
   });
   if (app) query.set('app', app);
+  if (kind) query.set('kind', kind);
+  if (inn) query.set('inn', inn);
   const select = h(
     'select',
     { id: 'ledger-app', name: 'app' },
     h('option', { value: '' }, 'All apps'),
     apps.map((a) => h('option', { value: a, selected: a === app }, a)),
   );
+  const kindSelect = h(
+    'select',
+    { id: 'ledger-kind', name: 'kind' },
+    h('option', { value: '' }, 'All kinds'),
+    ['dossier', 'requisites', 'check', 'person'].map((k) =>
+      h('option', { value: k, selected: k === kind }, k),
+    ),
+  );
+  const innInput = h('input', {
+    id: 'ledger-inn',
+    name: 'inn',
+    inputmode: 'numeric',
+    pattern: '[0-9]{10}|[0-9]{12}',
+    value: inn,
+    size: 13,
+  });
   const from = h('input', { id: 'ledger-from', name: 'from', type: 'date', value: fromDay });
   const to = h('input', { id: 'ledger-to', name: 'to', type: 'date', value: toDay });
   const form = h(
     'form',
     { class: 'inline', id: 'ledger-filter' },
     h('label', { for: 'ledger-app' }, 'App', select),
+    h('label', { for: 'ledger-kind' }, 'Kind', kindSelect),
+    h('label', { for: 'ledger-inn' }, 'INN', innInput),
     h('label', { for: 'ledger-from' }, 'From (UTC day)', from),
     h('label', { for: 'ledger-to' }, 'To (UTC day, inclusive)', to),
     h('button', { type: 'submit' }, 'Show'),
@@ -561,52 +584,54 @@ async function ledgerPage(page, params) {
     event.preventDefault();
     const q = new URLSearchParams({ from: from.value, to: to.value });
     if (select.value) q.set('app', select.value);
+    if (kindSelect.value) q.set('kind', kindSelect.value);
+    if (innInput.value) q.set('inn', innInput.value.trim());
     location.hash = `#/ledger?${q}`;
   });
-  // The ledger answers in pages (at most 10,000 entries each, next_cursor until complete): read
-  // every page of the range, so the count and total are the range's.
-  const data = { count: 0, total_minor: 0, entries: [] };
-  let url = `/admin/ledger?${query}&limit=10000`;
-  for (;;) {
-    const res = await api('GET', url);
-    if (!res.ok) {
-      page.replaceChildren(
-        h('h1', {}, 'Ledger'),
-        form,
-        h('p', { class: 'error', role: 'alert' }, await errorText(res)),
-      );
-      return;
-    }
-    const part = await res.json();
-    data.count += part.count;
-    data.total_minor += part.total_minor;
-    for (const e of part.entries) data.entries.push(e);
-    if (part.complete || !part.next_cursor) break;
-    const next = new URLSearchParams({ cursor: part.next_cursor, limit: '10000', tz: 'UTC' });
-    if (app) next.set('app', app);
-    url = `/admin/ledger?${next}`;
+  // One page of the range at a time, oldest first, by the API's cursor (a range of any size
+  // never loads into the browser at once).
+  const url = cursor
+    ? `/admin/ledger?${new URLSearchParams({ cursor, limit: String(LEDGER_PAGE), tz: 'UTC' })}`
+    : `/admin/ledger?${query}&limit=${LEDGER_PAGE}`;
+  const res = await api('GET', url);
+  if (!res.ok) {
+    page.replaceChildren(
+      h('h1', {}, 'Ledger'),
+      form,
+      h('p', { class: 'error', role: 'alert' }, await errorText(res)),
+    );
+    return;
   }
-  const entries = data.entries.slice().reverse();
-  const pages = Math.max(1, Math.ceil(entries.length / LEDGER_PAGE));
-  const shown = entries.slice(pageNo * LEDGER_PAGE, (pageNo + 1) * LEDGER_PAGE);
+  const data = await res.json();
   const csv = h(
     'a',
     { id: 'ledger-csv', href: `/admin/ledger?${query}&format=csv`, download: 'cpgw-ledger.csv' },
     'Download this range as CSV',
   );
-  const link = (n, text) => {
+  const link = (next, text) => {
     const q = new URLSearchParams(params);
-    q.set('page', String(n));
+    if (next) {
+      q.set('cursor', next);
+      q.set('page', String(pageNo + 1));
+    } else {
+      q.delete('cursor');
+      q.delete('page');
+    }
     return h('a', { href: `#/ledger?${q}` }, text);
   };
   page.replaceChildren(
     h('h1', {}, 'Ledger'),
     form,
-    h('p', { id: 'ledger-summary' }, `${data.count} charges, ${money(data.total_minor)} in total. `, csv),
+    h(
+      'p',
+      { id: 'ledger-summary' },
+      `This page: ${data.count} charges, ${money(data.total_minor)}${data.complete ? '' : '; more follow'}. `,
+      csv,
+    ),
     h(
       'table',
       { id: 'ledger' },
-      h('caption', {}, `Charges, newest first (page ${pageNo + 1} of ${pages})`),
+      h('caption', {}, `Charges, oldest first (page ${pageNo + 1}${data.complete ? ', the last' : ''})`),
       h(
         'thead',
         {},
@@ -620,7 +645,7 @@ async function ledgerPage(page, params) {
       h(
         'tbody',
         {},
-        shown.map((e) =>
+        data.entries.map((e) =>
           h(
             'tr',
             {},
@@ -637,8 +662,8 @@ async function ledgerPage(page, params) {
     h(
       'nav',
       { class: 'pager', 'aria-label': 'Ledger pages' },
-      pageNo > 0 ? link(pageNo - 1, 'Previous page') : null,
-      pageNo + 1 < pages ? link(pageNo + 1, 'Next page') : null,
+      pageNo > 0 ? link(null, 'First page') : null,
+      data.next_cursor ? link(data.next_cursor, 'Next page') : null,
     ),
   );
 }
