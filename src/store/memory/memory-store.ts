@@ -1,5 +1,5 @@
-// The embedded Store: one process, no Redis. Cache entries live in an lru-cache bounded by bytes
-// (memory-cache.ts); every other role lives in plain Maps that cache pressure can never evict.
+// The embedded Store: one process, no Redis. Cache entries live in an lru-cache bounded by what
+// they cost in the heap (memory-cache.ts); every other role lives in plain Maps that cache pressure can never evict.
 // The budget book and the ledger are shared by the budget, ledger and money roles. All time
 // comes from the injected clock.
 //
@@ -18,7 +18,7 @@ import { WriteCounter } from './write-counter.ts';
 
 export interface MemoryStoreOptions {
   clock: Clock;
-  /** Upper bound of the cache: body bytes + key bytes of every entry. */
+  /** Upper bound of the cache: what its entries cost in the heap (memory-cache.ts entrySize). */
   cacheMaxBytes: number;
   /** Ledger records kept; the oldest are dropped beyond this (counted in ledgerDropped). Default 100,000. */
   ledgerMaxRecords?: number;
