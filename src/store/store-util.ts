@@ -1,6 +1,6 @@
 // Small rules both Store backends share, so memory and Redis agree on argument handling and on
 // the ledger's id format. Pure functions only: no I/O, no clock.
-import type { BudgetCounterSpec, LedgerRecord, LimitClassSpec } from './store.ts';
+import type { BudgetCounterSpec, LedgerRecord, LimitClassSpec, ReserveResult } from './store.ts';
 
 /** TTLs are whole milliseconds > 0 (Redis PX rejects 0 and fractions). */
 export function ttlOf(ttlMs: number, what = 'ttlMs'): number {
@@ -20,6 +20,25 @@ export function minorOf(amount: number, what = 'amountMinor'): number {
 }
 
 /** The same counter named twice in one request is held once. */
+/**
+ * A backend's reserve/openCharge answer as a ReserveResult: {1, ...} = held; {0, index (1-based),
+ * spent, held} = refused by that counter (Redis's Lua reply and PostgreSQL's bigint[] alike).
+ */
+export function reserveResult(
+  reply: readonly (string | number)[],
+  specs: BudgetCounterSpec[],
+): ReserveResult {
+  if (Number(reply[0]) === 1) return { ok: true };
+  const spec = specs[Number(reply[1]) - 1]!;
+  return {
+    ok: false,
+    key: spec.key,
+    limitMinor: spec.limitMinor ?? 0,
+    spentMinor: Number(reply[2]),
+    reservedMinor: Number(reply[3]),
+  };
+}
+
 export function uniqueCounters(counters: BudgetCounterSpec[]): BudgetCounterSpec[] {
   const byKey = new Map<string, BudgetCounterSpec>();
   for (const c of counters) if (!byKey.has(c.key)) byKey.set(c.key, c);

@@ -10,7 +10,7 @@ import type {
   ReserveRequest,
   ReserveResult,
 } from '../budget-store.ts';
-import { minorOf, ttlOf, uniqueCounters, uniqueStrings } from '../store-util.ts';
+import { minorOf, reserveResult, ttlOf, uniqueCounters, uniqueStrings } from '../store-util.ts';
 import type { PgLink } from './pg-link.ts';
 
 /** The reserve arguments after the id: amount, holdMs, keys, limits (null = none), ttls. */
@@ -20,19 +20,6 @@ export function reserveParams(specs: BudgetCounterSpec[]): [string[], (number | 
     specs.map((s) => (s.limitMinor === null ? null : minorOf(s.limitMinor))),
     specs.map((s) => ttlOf(s.ttlMs)),
   ];
-}
-
-/** reserve()'s bigint[] answer ({1, wrote} or {0, index, spent, held}) as a ReserveResult. */
-export function reserveResult(reply: (string | number)[], specs: BudgetCounterSpec[]): ReserveResult {
-  if (Number(reply[0]) === 1) return { ok: true };
-  const spec = specs[Number(reply[1]) - 1]!;
-  return {
-    ok: false,
-    key: spec.key,
-    limitMinor: spec.limitMinor ?? 0,
-    spentMinor: Number(reply[2]),
-    reservedMinor: Number(reply[3]),
-  };
 }
 
 export class PgBudgets implements BudgetStore {

@@ -18,8 +18,8 @@ import {
   type WindowKind,
 } from '../charge-store.ts';
 import { holdSpecs, leaseArgs, pendingOf, recordOf, windowOpeningOf } from '../charge-util.ts';
-import { minorOf, uniqueStrings } from '../store-util.ts';
-import { reserveParams, reserveResult } from './pg-budgets.ts';
+import { minorOf, reserveResult, uniqueStrings } from '../store-util.ts';
+import { reserveParams } from './pg-budgets.ts';
 import { ledgerBody } from './pg-ledger.ts';
 import type { PgLink } from './pg-link.ts';
 

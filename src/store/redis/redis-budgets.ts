@@ -9,7 +9,7 @@ import type {
   ReserveRequest,
   ReserveResult,
 } from '../budget-store.ts';
-import { minorOf, ttlOf, uniqueCounters, uniqueStrings } from '../store-util.ts';
+import { minorOf, reserveResult, ttlOf, uniqueCounters, uniqueStrings } from '../store-util.ts';
 import { READ_COUNTERS, RESERVE, SETTLE } from './budget-scripts.ts';
 import type { RedisKeys } from './keys.ts';
 import type { RedisLink } from './link.ts';
@@ -25,19 +25,6 @@ export function reserveArgs(specs: BudgetCounterSpec[]): (string | number)[] {
     spec.limitMinor === null ? '' : minorOf(spec.limitMinor),
     ttlOf(spec.ttlMs),
   ]);
-}
-
-/** The answer of reserve() as a ReserveResult. */
-export function reserveResult(reply: number[], specs: BudgetCounterSpec[]): ReserveResult {
-  if (reply[0] === 1) return { ok: true };
-  const spec = specs[Number(reply[1]) - 1]!;
-  return {
-    ok: false,
-    key: spec.key,
-    limitMinor: spec.limitMinor ?? 0,
-    spentMinor: Number(reply[2]),
-    reservedMinor: Number(reply[3]),
-  };
 }
 
 export class RedisBudgets implements BudgetStore {

@@ -16,7 +16,7 @@ import {
   type WindowKind,
 } from '../charge-store.ts';
 import { holdSpecs, leaseArgs, pendingOf, recordOf, windowOpeningOf } from '../charge-util.ts';
-import { minorOf } from '../store-util.ts';
+import { minorOf, reserveResult } from '../store-util.ts';
 import type { RedisLink } from './link.ts';
 import {
   LIST_WINDOWS,
@@ -28,7 +28,7 @@ import {
   RENEW_CHARGE,
   TAKE_OVER_CHARGE,
 } from './money-scripts.ts';
-import { counterKeys, reserveArgs, reserveResult } from './redis-budgets.ts';
+import { counterKeys, reserveArgs } from './redis-budgets.ts';
 import { ledgerBody } from './redis-ledger.ts';
 
 /** What stays fixed in a pending entry (stored as JSON); the lease fields are kept apart. */
