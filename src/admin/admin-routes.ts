@@ -43,8 +43,8 @@ export interface AdminFinance {
   routes: Omit<FinanceRoutesOptions, 'current' | 'authorize' | 'trail'>;
 }
 
-/** Accepts ISO dates/times or epoch milliseconds. */
-function parseTime(value: string | undefined, field: string, fallback: number): number {
+/** Accepts ISO dates/times or epoch milliseconds; 422 naming `field` otherwise. */
+export function parseTime(value: string | undefined, field: string, fallback: number): number {
   if (value === undefined || value === '') return fallback;
   const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
   if (!Number.isFinite(ms)) {

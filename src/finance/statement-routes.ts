@@ -14,6 +14,7 @@
 // closed month's statement once stored, or answer bad input with anything but the envelope.
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { parseTime } from '../admin/admin-routes.ts';
 import { type AdminRight, authorizeAdmin } from '../auth/admin-roles.ts';
 import { localDate } from '../cost/budget-periods.ts';
 import { CSV_HEADER, csvLine, isTimeZone, ZonedTime } from '../cost/spend-ledger.ts';
@@ -47,18 +48,6 @@ export interface StatementRoutesOptions {
   current: () => PipelineDeps;
   finance: FinanceStore;
   savings: SavingsRecord;
-}
-
-/** Accepts ISO dates/times or epoch milliseconds. */
-function parseTime(value: string | undefined, field: string, fallback: number): number {
-  if (value === undefined || value === '') return fallback;
-  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  if (!Number.isFinite(ms)) {
-    throw ApiError.validation([
-      { field, code: 'invalid_time', message: `${field} must be an ISO date-time or epoch ms` },
-    ]);
-  }
-  return ms;
 }
 
 function formatOf(q: Record<string, string | undefined>): 'json' | 'csv' {
