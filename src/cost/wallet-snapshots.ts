@@ -52,34 +52,42 @@ export class WalletSnapshots {
       return null;
     this.last = snap;
     if (!(await this.state.setIfAbsent(markerKey(asOf), '1', 2 * DAY_MS))) return null;
-    const earlier = await this.read(asOf - DAY_MS, asOf);
-    const key = dayKey(localDate(asOf, this.timeZone));
-    const raw = await this.state.get(key);
-    const day = raw ? (JSON.parse(raw) as WalletSnapshot[]) : [];
+    // One read of the days around as_of: the two kept before it and today's list to append to.
+    const today = localDate(asOf, this.timeZone);
+    const byDay = await this.readDays(asOf - DAY_MS, asOf);
+    const day = byDay.get(today) ?? [];
+    const earlier = sorted([...byDay.values()].flat()).filter((w) => w.asOf < asOf);
     day.push(snap);
-    await this.state.set(key, JSON.stringify(day), SNAPSHOT_TTL_MS);
+    await this.state.set(dayKey(today), JSON.stringify(day), SNAPSHOT_TTL_MS);
     const [a, b] = earlier.slice(-2);
     return a && b ? [a, b] : null;
   }
 
   /** Snapshots with from <= asOf < to, oldest first (plus the last one before `from`). */
   async read(fromMs: number, toMs: number): Promise<WalletSnapshot[]> {
+    const all = sorted([...(await this.readDays(fromMs, toMs)).values()].flat());
+    const before = all.filter((w) => w.asOf < fromMs).pop();
+    const inside = all.filter((w) => w.asOf >= fromMs && w.asOf < toMs);
+    return before ? [before, ...inside] : inside;
+  }
+
+  /** The kept lists of the local days around [fromMs, toMs), by day (a day before and after too). */
+  private async readDays(fromMs: number, toMs: number): Promise<Map<string, WalletSnapshot[]>> {
     const days: string[] = [];
     for (let t = fromMs - DAY_MS; t < toMs + DAY_MS; t += DAY_MS / 2) {
       const d = localDate(t, this.timeZone);
       if (!days.includes(d)) days.push(d);
     }
     const raws = await getAll(this.state, days.map(dayKey));
-    const all = [
-      ...new Map(
-        raws
-          .filter((r): r is string => typeof r === 'string')
-          .flatMap((r) => JSON.parse(r) as WalletSnapshot[])
-          .map((w) => [w.asOf, w]),
-      ).values(),
-    ].sort((a, b) => a.asOf - b.asOf);
-    const before = all.filter((w) => w.asOf < fromMs).pop();
-    const inside = all.filter((w) => w.asOf >= fromMs && w.asOf < toMs);
-    return before ? [before, ...inside] : inside;
+    const out = new Map<string, WalletSnapshot[]>();
+    raws.forEach((raw, i) => {
+      if (typeof raw === 'string') out.set(days[i]!, JSON.parse(raw) as WalletSnapshot[]);
+    });
+    return out;
   }
+}
+
+/** Oldest first, one per as_of (replicas may keep the same one). */
+function sorted(list: WalletSnapshot[]): WalletSnapshot[] {
+  return [...new Map(list.map((w) => [w.asOf, w])).values()].sort((a, b) => a.asOf - b.asOf);
 }
