@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import type { BudgetCounterSpec, PendingCharge } from '../../src/store/index.ts';
 import { MemoryStore, StoreUnavailableError } from '../../src/store/index.ts';
-import { SCHEMA_VERSION } from '../../src/store/postgres/migrations.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from '../../src/store/postgres/migrations.ts';
 import { MoneyStoreError, PostgresMoney } from '../../src/store/postgres/postgres-money.ts';
 import { SplitStore } from '../../src/store/split-store.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.ts';
@@ -166,7 +166,7 @@ maybe('PostgreSQL money', () => {
       const stores = await Promise.all(Array.from({ length: 3 }, () => openSplit(url, 2)));
       await Promise.all(stores.map((s) => s.close()));
       const { rows } = await admin!.query('SELECT version FROM cpgw.schema_migrations ORDER BY version');
-      expect(rows.map((r) => r.version)).toEqual([SCHEMA_VERSION]);
+      expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
       await emptyMoney();
       const store = await openSplit(url);
       try {
@@ -209,6 +209,93 @@ maybe('PostgreSQL money', () => {
           reconciled: true,
         },
       ]);
+    });
+
+    it('upgrades under live money: a charge opened on version 1 is recorded after version 2, its hold gone, the cap counted', async () => {
+      const old = await createTestDatabase('upgrade');
+      if (!old) throw new Error('no database for the upgrade test');
+      const pool = new pg.Pool({ connectionString: old.url, max: 1 });
+      try {
+        // The schema as a version-1 gateway left it (tables and functions of migration 1 only).
+        await pool.query('CREATE SCHEMA cpgw');
+        await pool.query(
+          'CREATE TABLE cpgw.schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+        );
+        await pool.query(MIGRATIONS[0]!.sql);
+        await pool.query('INSERT INTO cpgw.schema_migrations (version, name) VALUES (1, $1)', [
+          MIGRATIONS[0]!.name,
+        ]);
+        const counters: BudgetCounterSpec[] = [
+          { key: 'app:crm:day:2026-01-15', limitMinor: 19_800, ttlMs: 60_000 },
+        ];
+        const opened = await pool.query<{ r: string[] }>(
+          'SELECT cpgw.open_charge($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r',
+          [
+            'up-1',
+            9_900,
+            60_000,
+            counters.map((c) => c.key),
+            [19_800],
+            [60_000],
+            JSON.stringify({
+              key: 'up-1',
+              at: Date.now(),
+              app: 'crm',
+              kind: 'dossier',
+              inn: '7707083893',
+              counters: [counters[0]!.key],
+            }),
+            'old-replica',
+            Date.now() + 10_000,
+          ],
+        );
+        expect(opened.rows[0]!.r.map(Number)).toEqual([1, 1]);
+        const store = await openSplit(old.url); // migrates to the newest version
+        try {
+          const { rows } = await pool.query('SELECT version FROM cpgw.schema_migrations ORDER BY version');
+          expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+          expect((await store.readCounters([counters[0]!.key]))[0]).toMatchObject({
+            spentMinor: 0,
+            reservedMinor: 9_900,
+          });
+          const now = Date.now();
+          const recorded = await store.recordCharge({
+            key: 'up-1',
+            amountMinor: 9_900,
+            entry: {
+              at: now,
+              app: 'crm',
+              operation: 'company',
+              kind: 'dossier',
+              inn: '7707083893',
+              amountMinor: 9_900,
+              idempotencyKey: 'up-1',
+            },
+            counters: [counters[0]!.key],
+            counterTtlMs: 60_000,
+            window: { inn: '7707083893', kind: 'dossier', until: now + 900_000 },
+          });
+          expect(recorded.recorded).toBe(true);
+          expect(recorded.windows).toEqual({ dossierUntil: now + 900_000, requisitesUntil: 0 });
+          expect((await store.readCounters([counters[0]!.key]))[0]).toMatchObject({
+            spentMinor: 9_900,
+            reservedMinor: 0,
+          });
+          expect(await store.pendingCharges()).toEqual([]);
+          // The cap (19,800) now holds one more 9,900 and refuses the one after it.
+          expect((await store.reserve({ id: 'a', amountMinor: 9_900, holdMs: 60_000, counters })).ok).toBe(
+            true,
+          );
+          expect((await store.reserve({ id: 'b', amountMinor: 9_900, holdMs: 60_000, counters })).ok).toBe(
+            false,
+          );
+        } finally {
+          await store.close();
+        }
+      } finally {
+        await pool.end();
+        await old.drop();
+      }
     });
 
     it('commits durably: synchronous_commit is on even when the URL asks for off', async () => {

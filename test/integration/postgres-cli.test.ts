@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SCHEMA_VERSION } from '../../src/store/postgres/migrations.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from '../../src/store/postgres/migrations.ts';
 import { envWithoutCpgw, expectDemoServesAndStops, waitForOutput } from '../helpers/child-process.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.ts';
 
@@ -58,7 +58,7 @@ maybe('cpgw with PostgreSQL money', () => {
     });
     try {
       const out = await waitForOutput(child, /Ctrl-C stops/, 30_000);
-      expect(await versions(url)).toEqual([SCHEMA_VERSION]);
+      expect(await versions(url)).toEqual(MIGRATIONS.map((m) => m.version));
       await expectDemoServesAndStops(child, out);
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');

@@ -332,11 +332,183 @@ BEGIN
 END $$;
 `;
 
+// Version 2: the same operations in fewer statements (bench/money-steps.ts: each plpgsql
+// statement costs ~10-30 us; v1 ran ~25 per openCharge and ~20 per recordCharge). Set-based
+// reserve (one query finds the first refusing counter, one writes the holds, one extends the
+// counters); expired holds are ignored where they are summed instead of deleted on every lock
+// (the sweep drops them); a counter's expiry cleanup runs only when one of them expired; the
+// pending entry is deleted (and so locked) as the first step of a record; the window merge is
+// one read and one write and answers the window, so record_charge no longer reads it again.
+// Two planner settings on the functions that read holds: holds are inserted and deleted by
+// every call, so their index fills with entries of dead rows until a vacuum; a bitmap scan
+// cannot mark those as dead and re-reads all of them on every sum (1,000 calls after a vacuum:
+// 0.45 ms per reserve), a plain index scan marks them once and skips them after (0.004 ms); and a
+// generic plan, as these statements' plans hardly depend on their arguments (a custom plan was
+// planned again on each call: 0.13-0.6 ms). Measured: both steps p50 1.84 -> 1.2 ms.
+// The top-level functions keep their names, arguments and answers (a replica of the previous
+// version keeps working during a rolling upgrade).
+const V2_FUNCTIONS = `
+CREATE OR REPLACE FUNCTION cpgw.lock_counters(p_keys text[], p_create boolean, t timestamptz) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  found_n integer;
+  stale boolean;
+BEGIN
+  SELECT count(*), coalesce(bool_or(expires_at <= t), false) INTO found_n, stale FROM (
+    SELECT expires_at FROM cpgw.counters WHERE key = ANY (p_keys) ORDER BY key COLLATE "C" FOR UPDATE
+  ) l;
+  IF p_create AND found_n < (SELECT count(DISTINCT k) FROM unnest(p_keys) k) THEN
+    -- New counters (once per period): created as already expired, then all locked in key order.
+    INSERT INTO cpgw.counters (key, spent_minor, expires_at)
+      SELECT k, 0, t FROM (SELECT DISTINCT unnest(p_keys) AS k) s ORDER BY k COLLATE "C"
+      ON CONFLICT (key) DO NOTHING;
+    SELECT coalesce(bool_or(expires_at <= t), false) INTO stale FROM (
+      SELECT expires_at FROM cpgw.counters WHERE key = ANY (p_keys) ORDER BY key COLLATE "C" FOR UPDATE
+    ) l;
+  END IF;
+  IF stale THEN
+    DELETE FROM cpgw.holds h USING cpgw.counters c
+      WHERE c.key = ANY (p_keys) AND c.expires_at <= t AND h.counter_key = c.key;
+    UPDATE cpgw.counters SET spent_minor = 0
+      WHERE key = ANY (p_keys) AND expires_at <= t AND spent_minor <> 0;
+  END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION cpgw.reserve(p_id text, p_amount bigint, p_hold_ms bigint,
+  p_keys text[], p_limits bigint[], p_ttls bigint[]) RETURNS bigint[]
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_bitmapscan = off AS $$
+DECLARE
+  t timestamptz := now();
+  bad record;
+  wrote integer;
+BEGIN
+  IF coalesce(array_length(p_keys, 1), 0) = 0 THEN RETURN ARRAY[1, 0]; END IF;
+  PERFORM cpgw.lock_counters(p_keys, true, t);
+  SELECT k.i, c.spent_minor AS s, h.held INTO bad
+    FROM unnest(p_keys, p_limits) WITH ORDINALITY AS k(key, lim, i)
+    JOIN cpgw.counters c ON c.key = k.key
+    CROSS JOIN LATERAL (
+      SELECT coalesce(sum(x.amount_minor), 0) AS held,
+             coalesce(sum(x.amount_minor) FILTER (WHERE x.id = p_id), 0) AS mine
+        FROM cpgw.holds x WHERE x.counter_key = k.key AND x.expires_at > t) h
+    WHERE k.lim IS NOT NULL AND c.spent_minor + h.held - h.mine + p_amount > k.lim
+    ORDER BY k.i LIMIT 1;
+  IF FOUND THEN RETURN ARRAY[0, bad.i, bad.s, bad.held]; END IF;
+  -- A hold of 0 with none before it (a read an open window covers) changes no counter.
+  WITH w AS (
+    INSERT INTO cpgw.holds (counter_key, id, amount_minor, expires_at)
+      SELECT DISTINCT k, p_id, p_amount, t + cpgw.ms(p_hold_ms) FROM unnest(p_keys) k
+        WHERE p_amount <> 0 OR EXISTS (SELECT 1 FROM cpgw.holds x
+          WHERE x.counter_key = k AND x.id = p_id AND x.expires_at > t)
+      ON CONFLICT (counter_key, id)
+      DO UPDATE SET amount_minor = EXCLUDED.amount_minor, expires_at = EXCLUDED.expires_at
+      RETURNING counter_key
+  )
+  UPDATE cpgw.counters c SET expires_at = t + cpgw.ms(u.ttl)
+    FROM (SELECT DISTINCT ON (key) key, ttl FROM unnest(p_keys, p_ttls) AS u(key, ttl)) u
+    WHERE c.key = u.key AND u.key IN (SELECT counter_key FROM w);
+  GET DIAGNOSTICS wrote = ROW_COUNT;
+  RETURN ARRAY[1, CASE WHEN wrote > 0 THEN 1 ELSE 0 END];
+END $$;
+
+-- Max-merges a company's window (caller's times) and answers it as read_window would after.
+CREATE FUNCTION cpgw.merge_window_read(p_inn text, p_kind text, p_until bigint, p_now bigint,
+  t timestamptz) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+DECLARE
+  d bigint := 0;
+  r bigint := 0;
+  d0 bigint;
+  r0 bigint;
+  e bigint;
+  had boolean;
+BEGIN
+  SELECT CASE WHEN expires_at > t THEN dossier_until ELSE 0 END,
+         CASE WHEN expires_at > t THEN requisites_until ELSE 0 END
+    INTO d, r FROM cpgw.windows WHERE inn = p_inn FOR UPDATE;
+  had := FOUND;
+  IF NOT had THEN d := 0; r := 0; END IF;
+  d0 := d;
+  r0 := r;
+  IF p_kind = 'dossier' THEN
+    d := greatest(d, p_until);
+  ELSE
+    r := greatest(r, p_until);
+    -- A requisites check's data ends an open dossier window (charge-store.ts, WindowOpening).
+    IF p_kind = 'requisites_check' THEN d := least(d, p_now); END IF;
+  END IF;
+  e := greatest(d, r);
+  IF e - p_now <= 0 THEN RETURN ARRAY[d0, r0]; END IF;
+  IF had THEN
+    UPDATE cpgw.windows
+      SET dossier_until = d, requisites_until = r, ends_at = e, expires_at = t + cpgw.ms(e - p_now)
+      WHERE inn = p_inn;
+  ELSE
+    INSERT INTO cpgw.windows (inn, dossier_until, requisites_until, ends_at, expires_at)
+      VALUES (p_inn, d, r, e, t + cpgw.ms(e - p_now))
+      ON CONFLICT (inn) DO NOTHING;
+    -- Another transaction created the row first: merge into it (it is committed and lockable now).
+    IF NOT FOUND THEN RETURN cpgw.merge_window_read(p_inn, p_kind, p_until, p_now, t); END IF;
+  END IF;
+  RETURN ARRAY[d, r];
+END $$;
+
+CREATE OR REPLACE FUNCTION cpgw.open_window(p_inn text, p_kind text, p_until bigint, p_now bigint) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN cpgw.merge_window_read(p_inn, p_kind, p_until, p_now, now());
+END $$;
+
+CREATE OR REPLACE FUNCTION cpgw.record_charge(p_key text, p_amount bigint, p_ttl_ms bigint, p_request_id text,
+  p_claim_ms bigint, p_at bigint, p_entry jsonb, p_counters text[], p_window_kind text,
+  p_window_until bigint, p_inn text) RETURNS bigint[]
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_bitmapscan = off AS $$
+DECLARE
+  t timestamptz := now();
+  held text[];
+  recorded boolean;
+  w bigint[];
+BEGIN
+  PERFORM pg_advisory_xact_lock(7011, hashtext(p_key));
+  DELETE FROM cpgw.pending_charges WHERE key = p_key RETURNING counters INTO held;
+  INSERT INTO cpgw.claims (key, request_id, expires_at) VALUES (p_key, p_request_id, t + cpgw.ms(p_claim_ms))
+    ON CONFLICT (key) DO UPDATE SET request_id = EXCLUDED.request_id, expires_at = EXCLUDED.expires_at
+    WHERE cpgw.claims.expires_at <= t;
+  recorded := FOUND;
+  IF recorded AND coalesce(array_length(p_counters, 1), 0) > 0 THEN
+    PERFORM cpgw.lock_counters(p_counters, true, t);
+    UPDATE cpgw.counters SET spent_minor = spent_minor + p_amount, expires_at = t + cpgw.ms(p_ttl_ms)
+      WHERE key = ANY (p_counters);
+  END IF;
+  DELETE FROM cpgw.holds WHERE id = p_key AND counter_key = ANY (coalesce(held, '{}') || p_counters);
+  IF recorded AND p_window_kind IS NOT NULL THEN
+    w := cpgw.merge_window_read(p_inn, p_window_kind, p_window_until, p_at, t);
+  ELSIF p_inn IS NOT NULL THEN
+    w := cpgw.read_window(p_inn);
+  ELSE
+    w := ARRAY[0, 0]::bigint[];
+  END IF;
+  IF recorded THEN PERFORM cpgw.append_ledger(p_at, p_entry); END IF;
+  RETURN ARRAY[CASE WHEN recorded THEN 1 ELSE 0 END, w[1], w[2]];
+END $$;
+
+DROP FUNCTION cpgw.merge_window(text, text, bigint, bigint, timestamptz);
+ALTER FUNCTION cpgw.settle(text, text[], bigint, bigint)
+  SET plan_cache_mode = force_generic_plan SET enable_bitmapscan = off;
+ALTER FUNCTION cpgw.release_charge(text)
+  SET plan_cache_mode = force_generic_plan SET enable_bitmapscan = off;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'money: ledger, counters, holds, pending charges, claims, windows',
     sql: `${V1_TABLES}${V1_FUNCTIONS}`,
+  },
+  {
+    version: 2,
+    name: 'money: the same steps in fewer statements (set-based reserve, lazy hold expiry)',
+    sql: V2_FUNCTIONS,
   },
 ];
 
