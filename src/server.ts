@@ -409,6 +409,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     await unsubscribePrices?.().catch(() => undefined);
     await checkEvents.close();
     await pipelineDeps.coalescer.idle();
+    await pipelineDeps.coalescer.close();
     await pipelineDeps.cache.packed();
     await pipelineDeps.reconciler.close();
     // After in-flight requests: anyone still queued is refused (reason "shutdown").
@@ -776,7 +777,7 @@ function buildPipelineDeps(
       leaseMs,
       onError: (err) => moneyFault(err, 'charge lock renewal failed'),
     }),
-    coalescer: new Coalescer({ store, clock, distributed: store.kind === 'redis', leaseMs }),
+    coalescer: new Coalescer({ store, clock, distributed: store.kind === 'redis', leaseMs, bus: store }),
     budgets,
     charges,
     outbox,

@@ -4,9 +4,15 @@
 // leader's own id, for followers on other replicas that saw that leader (a GET's answer only
 // when such a follower said it waits: parkOnDemand). GETs and check creations are coalesced;
 // bodies are capped so a huge answer is never parked. An error answer is shared with the
-// waiters too (they would only repeat the failure).
+// waiters too (they would only repeat the failure). A follower on another replica is woken by
+// the bus (COALESCE_CHANNEL) when its leader has parked or released, and polls only as a
+// fallback (a bus message is a hint: one lost while a subscriber reconnects costs a poll).
+//
+// Must never: let a follower read an answer parked by a call it did not wait for, or depend on a
+// bus message arriving (the fallback poll decides when it does not).
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
+import type { BusStore } from '../store/bus-store.ts';
 import type { StateStore } from '../store/store.ts';
 import { NotLeader } from '../upstream/governed-upstream.ts';
 import { keepAlive } from './lease.ts';
@@ -29,7 +35,12 @@ export interface CoalescerOptions {
   clock: Clock;
   /** Answers larger than this are not parked for other replicas. */
   maxParkBytes?: number;
+  /** A follower's look for its leader's answer, without a bus (default 20 ms). */
   pollMs?: number;
+  /** Wakes followers on other replicas when a leader parks or releases (Redis pub/sub). */
+  bus?: BusStore;
+  /** A follower's fallback look when the bus wakes it (default 200 ms). */
+  busFallbackMs?: number;
   /** Share across replicas through the Store (Redis); in-process only otherwise. */
   distributed: boolean;
   /** The cross-replica lead's lease, renewed while the leader's call runs. */
@@ -39,9 +50,21 @@ export interface CoalescerOptions {
 /** How long a leader's answer stays readable by followers that were waiting for it. */
 const PARK_MS = 2_000;
 
+/** Bus channel: a message is a coalescing key whose leader has parked its answer or released its lead. */
+export const COALESCE_CHANNEL = 'coalesce:done';
+
 const parkedKey = (key: string, leader: string) => `coalesce:answer:${key}:${leader}`;
 /** Set by a follower that waits for `leader`'s answer (parkOnDemand). */
 const wantedKey = (key: string, leader: string) => `coalesce:wanted:${key}:${leader}`;
+
+/** A wait that ends when `wake` is called. */
+function armed(): { woken: Promise<void>; wake: () => void } {
+  let wake!: () => void;
+  const woken = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  return { woken, wake };
+}
 
 function encode(a: SharedAnswer): Buffer {
   const meta = Buffer.from(JSON.stringify({ s: a.status, h: a.headers }));
@@ -64,10 +87,54 @@ export class Coalescer {
   private readonly releasing = new Map<string, Promise<void>>();
   private readonly pollMs: number;
   private readonly maxParkBytes: number;
+  /** Per key, the wake of this process's followers waiting on another replica's leader. */
+  private readonly wakes = new Map<string, { woken: Promise<void>; wake: () => void; waiting: number }>();
+  /** The bus subscription (null until it answered, or without a bus). */
+  private listening: Promise<(() => Promise<void>) | null> | null = null;
 
   constructor(private readonly options: CoalescerOptions) {
-    this.pollMs = options.pollMs ?? 20;
+    const bus = options.distributed ? options.bus : undefined;
+    this.pollMs = bus ? (options.busFallbackMs ?? 200) : (options.pollMs ?? 20);
     this.maxParkBytes = options.maxParkBytes ?? 2_000_000;
+    if (bus) this.listening = bus.subscribe(COALESCE_CHANNEL, (key) => this.wake(key)).catch(() => null);
+  }
+
+  /** Stops listening to the bus (shutdown). */
+  async close(): Promise<void> {
+    const unsubscribe = await this.listening;
+    this.listening = null;
+    await unsubscribe?.().catch(() => {});
+  }
+
+  /** Tells other replicas' followers of `key` to look now (a hint; they poll without it). */
+  private announce(key: string): void {
+    if (this.listening) void this.options.bus?.publish(COALESCE_CHANNEL, key).catch(() => {});
+  }
+
+  /** Wakes this process's followers of `key` (a bus message): their current wait ends. */
+  private wake(key: string): void {
+    const entry = this.wakes.get(key);
+    if (!entry) return;
+    const { wake } = entry;
+    Object.assign(entry, armed());
+    wake();
+  }
+
+  /** Registers a follower of `key`: `next(ms)` resolves at the next wake or after `ms`. */
+  private follow(key: string): { next(ms: number): Promise<void>; done(): void } {
+    let entry = this.wakes.get(key);
+    if (!entry) {
+      entry = { ...armed(), waiting: 0 };
+      this.wakes.set(key, entry);
+    }
+    entry.waiting++;
+    const mine = entry;
+    return {
+      next: (ms) => Promise.race([mine.woken, this.options.clock.sleep(ms)]),
+      done: () => {
+        if (--mine.waiting === 0 && this.wakes.get(key) === mine) this.wakes.delete(key);
+      },
+    };
   }
 
   /**
@@ -167,7 +234,10 @@ export class Coalescer {
     } catch (err) {
       const ok = await locked;
       lease?.stop();
-      if (ok) await store.releaseLock(lock, owner).catch(() => {});
+      if (ok) {
+        await store.releaseLock(lock, owner).catch(() => {});
+        this.announce(key);
+      }
       if (err instanceof NotLeader && ok === false) return { follow: true };
       throw err;
     }
@@ -197,6 +267,7 @@ export class Coalescer {
     } catch (err) {
       lease.stop();
       await store.releaseLock(`coalesce:lock:${key}`, owner).catch(() => {});
+      this.announce(key);
       throw err;
     }
     this.handOver(key, owner, answer, parkable, lease, onDemand);
@@ -244,13 +315,18 @@ export class Coalescer {
           (v) => v !== null,
           () => true,
         );
-      if (parked && parked.body.length <= this.maxParkBytes && (await wanted())) {
+      const small = parked !== null && parked.body.length <= this.maxParkBytes;
+      // Followers are told when one said it waits, or when none can find an answer (they then
+      // take the lock); an answer parked for nobody is announced to nobody.
+      const tell = small ? await wanted() : true;
+      if (small && tell) {
         await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).catch(() => {});
       }
       lease?.stop();
       const release = store.releaseLock(`coalesce:lock:${key}`, owner);
       released();
       await release.catch(() => {});
+      if (tell) this.announce(key);
     })().finally(() => {
       released();
       this.handOvers.delete(handOver);
@@ -274,10 +350,27 @@ export class Coalescer {
     key: string,
     deadline: number,
   ): Promise<{ owner: string | null } | { answer: SharedAnswer }> {
-    const { store, clock } = this.options;
     const owner = randomUUID();
     const lock = `coalesce:lock:${key}`;
     const ttl = () => this.options.leaseMs ?? 10_000;
+    // Listening before the first look: a leader finishing between the look and the wait still wakes us.
+    const waiter = this.follow(key);
+    try {
+      return await this.followOrLead(key, deadline, owner, lock, ttl, waiter);
+    } finally {
+      waiter.done();
+    }
+  }
+
+  private async followOrLead(
+    key: string,
+    deadline: number,
+    owner: string,
+    lock: string,
+    ttl: () => number,
+    waiter: { next(ms: number): Promise<void> },
+  ): Promise<{ owner: string | null } | { answer: SharedAnswer }> {
+    const { store, clock } = this.options;
     if (await store.acquireLock(lock, owner, ttl())) return { owner };
     // Someone was in flight when we arrived: its parked answer, once there, is ours. Look for
     // it before trying the lock again, so the leader's release does not make us call twice.
@@ -291,7 +384,7 @@ export class Coalescer {
         await store.set(wantedKey(key, leader), '1', ttl());
         told.add(leader);
       }
-      await clock.sleep(this.pollMs);
+      await waiter.next(this.pollMs);
       const parked = leader ? await store.getBlob(parkedKey(key, leader)) : null;
       if (parked) return { answer: decode(parked) };
       if (await store.acquireLock(lock, owner, ttl())) {
