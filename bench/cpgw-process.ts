@@ -27,19 +27,25 @@ export function ensureBuilt(): void {
   built = true;
 }
 
-/** `entry`: the script node runs (bin/cpgw.js; bench/startup.ts also runs bin/run-ts.js src/cli.ts). */
+/**
+ * `entry`: the script node runs (bin/cpgw.js; bench/startup.ts also runs bin/run-ts.js src/cli.ts).
+ * `launcher`: a command node runs under (`['faketime', '-f', '+45s']`); the child is then the
+ * launcher's process, node its child.
+ */
 export function startCpgw(
   args: string[],
   env: Record<string, string>,
   ready: RegExp,
   entry = 'bin/cpgw.js',
+  launcher: string[] = [],
 ): Promise<{ child: Child; match: RegExpExecArray }> {
   if (entry === 'bin/cpgw.js') ensureBuilt();
   // Each gateway its own money file (store.stateDir; one process owns a state directory), removed
   // when the process ends, unless the caller chose the directory.
   const ownState =
     args[0] === 'start' && !env.CPGW_STATE_DIR ? mkdtempSync(join(tmpdir(), 'cpgw-bench-state-')) : null;
-  const proc = spawn(process.execPath, [entry, ...args], {
+  const [command, ...before] = [...launcher, process.execPath];
+  const proc = spawn(command!, [...before, entry, ...args], {
     env: { ...process.env, ...(ownState ? { CPGW_STATE_DIR: ownState } : {}), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -13,6 +13,8 @@ export interface LoggedRequest {
   key_name: string | null;
   /** The W3C traceparent the caller sent, when it sent one (the gateway's trace propagation). */
   traceparent?: string;
+  /** The Idempotency-Key the caller sent, when it sent one (a replay carries its call's key). */
+  idempotency_key?: string;
 }
 
 export class RequestLog {

@@ -246,5 +246,8 @@ export function logEntry(req: FastifyRequest, route: string, status: number): Lo
     request_id: String(req.id),
     key_name: req.emulatorKey?.name ?? null,
     ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
+    ...(typeof req.headers['idempotency-key'] === 'string'
+      ? { idempotency_key: req.headers['idempotency-key'] }
+      : {}),
   };
 }
