@@ -65,14 +65,16 @@ export function registerAdminRoutes(
   const requireAdmin = (request: FastifyRequest, right: AdminRight) => authorize(request, current, right);
   registerFinanceRoutes(app, { ...extra.finance.routes, current, authorize: requireAdmin, trail });
 
-  // Re-reads the config files and applies apps, tokens, scopes, budgets, limits and cache ages
-  // (the same as SIGHUP). A bad file: 422 listing every problem; the running config stays.
-  app.get('/admin/openapi.json', async (request) => {
+  // The document's keys are OpenAPI's own vocabulary (requestBody, additionalProperties): written
+  // as they are, not made snake_case (json-case.ts).
+  app.get('/admin/openapi.json', { config: { jsonKeys: 'verbatim' } }, async (request) => {
     requireAdmin(request, 'read');
     const base = `${request.protocol}://${request.headers.host ?? 'localhost'}`;
     return adminOpenApi(base);
   });
 
+  // Re-reads the config files and applies apps, tokens, scopes, budgets, limits and cache ages
+  // (the same as SIGHUP). A bad file: 422 listing every problem; the running config stays.
   app.post('/admin/reload', async (request) => {
     const { principal } = requireAdmin(request, 'reload');
     try {
