@@ -17,6 +17,7 @@ import { checkInn } from '../domain/requests.ts';
 import { ApiError, type FieldProblem } from '../errors.ts';
 import { type AuditTrail, changedConfigKeys } from '../finance/audit-trail.ts';
 import { type FinanceRoutesOptions, registerFinanceRoutes } from '../finance/budget-routes.ts';
+import { unknownFields } from '../json-case.ts';
 import { adminOpenApi } from '../openapi/admin-openapi.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 import { parseJsonBody } from '../pipeline/stages/validate.ts';
@@ -286,7 +287,10 @@ export function registerAdminRoutes(
     if (!isObject) {
       problems.push({ field: 'body', code: 'invalid_value', message: 'body must be a JSON object' });
     }
-    const { app: name, check_id: checkId, reason } = (isObject ? parsed : {}) as Record<string, unknown>;
+    const body = (isObject ? parsed : {}) as Record<string, unknown>;
+    // An ignored `checkId` would redeliver every failed delivery instead of one check's.
+    problems.push(...unknownFields(body, ['app', 'check_id', 'reason'], 'redelivery'));
+    const { app: name, check_id: checkId, reason } = body;
     if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) {
       problems.push({
         field: 'reason',

@@ -75,6 +75,8 @@ describe('budgets as data', () => {
       ['/admin/budgets/crm/day', { limit_minor: 5, soft_minor: 6, reason: 'r' }, 422, 'soft_minor'],
       ['/admin/budgets/crm/day', { limit_minor: 5, soft_minor: -6, reason: 'r' }, 422, 'soft_minor'],
       ['/admin/budgets/crm/day', { limit_minor: 5, reason: 'r', limit: 4 }, 422, 'limit'],
+      // The old camelCase spelling is refused, not ignored (README "Field names").
+      ['/admin/budgets/crm/day', { limitMinor: 5, reason: 'r' }, 422, 'limitMinor'],
       ['/admin/budgets/crm/day', '{not json', 422, 'body'],
       ['/admin/budgets/nobody/day', { limit_minor: 5, reason: 'r' }, 404, null],
       ['/admin/budgets/crm/week', { limit_minor: 5, reason: 'r' }, 404, null],
