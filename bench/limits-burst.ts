@@ -50,7 +50,7 @@ async function run(name: string, limits: Record<string, unknown>, innsFrom: numb
       upstream429: b.upstream.statuses.filter((status) => status === 429).length,
       charged: ledger.totals.count,
       burstStartedWithinMs: (at.at(-1) ?? 0) - (at[0] ?? 0),
-      longestQueueWaitMs: Math.max(...apps.map((a) => a.waitMs.max)),
+      longestQueueWaitMs: Math.max(...apps.map((a) => a.wait_ms.max)),
       runMs: tookMs,
     };
     console.log(

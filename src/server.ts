@@ -41,6 +41,7 @@ import type { FinanceStore } from './finance/finance-store.ts';
 import { MemoryFinanceStore } from './finance/memory-finance-store.ts';
 import { SavingsRecord } from './finance/savings-record.ts';
 import { registerStatementRoutes } from './finance/statement-routes.ts';
+import { snakeCaseKeys } from './json-case.ts';
 import { RateGovernor } from './limits/index.ts';
 import { accessLogger } from './logger.ts';
 import { GatewayMetrics } from './metrics/gateway-metrics.ts';
@@ -210,6 +211,11 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // One field-name case for every JSON object the gateway writes itself (json-case.ts): admin
+  // answers, the console's session, refusal envelopes. /v1 answers are bytes and never pass here.
+  app.addHook('preSerialization', async (request, _reply, payload) =>
+    request.routeOptions.config?.jsonKeys === 'verbatim' ? payload : snakeCaseKeys(payload),
+  );
   app.addHook('onSend', async (request, reply, payload) => {
     if (closing) reply.header('connection', 'close');
     // An upstream error passed through unchanged: its code for the log line and metrics.

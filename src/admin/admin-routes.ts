@@ -17,6 +17,7 @@ import { checkInn } from '../domain/requests.ts';
 import { ApiError, type FieldProblem } from '../errors.ts';
 import { type AuditTrail, changedConfigKeys } from '../finance/audit-trail.ts';
 import { type FinanceRoutesOptions, registerFinanceRoutes } from '../finance/budget-routes.ts';
+import { unknownFields } from '../json-case.ts';
 import { adminOpenApi } from '../openapi/admin-openapi.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 import { parseJsonBody } from '../pipeline/stages/validate.ts';
@@ -65,14 +66,16 @@ export function registerAdminRoutes(
   const requireAdmin = (request: FastifyRequest, right: AdminRight) => authorize(request, current, right);
   registerFinanceRoutes(app, { ...extra.finance.routes, current, authorize: requireAdmin, trail });
 
-  // Re-reads the config files and applies apps, tokens, scopes, budgets, limits and cache ages
-  // (the same as SIGHUP). A bad file: 422 listing every problem; the running config stays.
-  app.get('/admin/openapi.json', async (request) => {
+  // The document's keys are OpenAPI's own vocabulary (requestBody, additionalProperties): written
+  // as they are, not made snake_case (json-case.ts).
+  app.get('/admin/openapi.json', { config: { jsonKeys: 'verbatim' } }, async (request) => {
     requireAdmin(request, 'read');
     const base = `${request.protocol}://${request.headers.host ?? 'localhost'}`;
     return adminOpenApi(base);
   });
 
+  // Re-reads the config files and applies apps, tokens, scopes, budgets, limits and cache ages
+  // (the same as SIGHUP). A bad file: 422 listing every problem; the running config stays.
   app.post('/admin/reload', async (request) => {
     const { principal } = requireAdmin(request, 'reload');
     try {
@@ -284,7 +287,10 @@ export function registerAdminRoutes(
     if (!isObject) {
       problems.push({ field: 'body', code: 'invalid_value', message: 'body must be a JSON object' });
     }
-    const { app: name, check_id: checkId, reason } = (isObject ? parsed : {}) as Record<string, unknown>;
+    const body = (isObject ? parsed : {}) as Record<string, unknown>;
+    // An ignored `checkId` would redeliver every failed delivery instead of one check's.
+    problems.push(...unknownFields(body, ['app', 'check_id', 'reason'], 'redelivery'));
+    const { app: name, check_id: checkId, reason } = body;
     if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) {
       problems.push({
         field: 'reason',

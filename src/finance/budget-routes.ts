@@ -17,6 +17,7 @@ import type { AdminPrincipal, AdminRight } from '../auth/admin-roles.ts';
 import type { Clock } from '../clock.ts';
 import { PERIODS, type Period } from '../cost/budget-periods.ts';
 import { ApiError, type FieldProblem } from '../errors.ts';
+import { unknownFields } from '../json-case.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 import { parseJsonBody } from '../pipeline/stages/validate.ts';
 import type { BusStore } from '../store/bus-store.ts';
@@ -150,9 +151,9 @@ export function registerFinanceRoutes(app: FastifyInstance, o: FinanceRoutesOpti
     let limitMinor: number | null = null;
     let softMinor: number | null = null;
     if (change === 'set') {
-      for (const key of Object.keys(body))
-        if (!['limit_minor', 'soft_minor', 'reason'].includes(key))
-          problems.push({ field: key, code: 'unknown_field', message: `${key} is not a budget field` });
+      // snake_case only: a camelCase `limitMinor` (GET /admin/budgets' old spelling) is a 422
+      // naming `limit_minor`, never a silent no-op (README "Field names").
+      problems.push(...unknownFields(body, ['limit_minor', 'soft_minor', 'reason'], 'budget'));
       limitMinor = amount(body, 'limit_minor', true, problems);
       softMinor = amount(body, 'soft_minor', false, problems);
       if (limitMinor !== null && softMinor !== null && softMinor > limitMinor)

@@ -56,28 +56,137 @@ const budgetRefusals: Json = {
   },
 };
 
-/** One budget as GET /admin/budgets shows it. */
+/** One budget as GET /admin/budgets shows it (and PUT / DELETE answer it). */
 const budgetSchema: Json = {
   type: 'object',
+  required: [
+    'scope',
+    'period',
+    'period_id',
+    'limit_minor',
+    'soft_minor',
+    'spent_minor',
+    'reserved_minor',
+    'remaining_minor',
+    'forecast_minor',
+    'source',
+    'version',
+    'updated_by',
+    'updated_at',
+    'reason',
+  ],
   properties: {
+    app: { type: 'string', description: 'PUT / DELETE answers: the app, or _global' },
     scope: { type: 'string', enum: ['app', 'global'] },
     period: { type: 'string', enum: ['day', 'month'] },
-    periodId: { type: 'string' },
-    limitMinor: { type: 'integer', nullable: true },
-    softMinor: { type: 'integer', nullable: true },
-    spentMinor: { type: 'integer' },
-    reservedMinor: { type: 'integer' },
-    remainingMinor: { type: 'integer', nullable: true },
-    forecastMinor: {
+    period_id: { type: 'string', description: 'e.g. 2026-11-28 or 2026-11' },
+    limit_minor: { type: 'integer', nullable: true },
+    soft_minor: { type: 'integer', nullable: true },
+    spent_minor: { type: 'integer' },
+    reserved_minor: { type: 'integer' },
+    remaining_minor: { type: 'integer', nullable: true },
+    forecast_minor: {
       type: 'integer',
       description:
         'Spend forecast for the end of the period: spent + the last 7 full days\' average daily spend over the time left, blended with today\'s pace for the day (README "Forecasts")',
     },
     source: { type: 'string', enum: ['config', 'admin'] },
     version: { type: 'integer' },
-    updatedBy: { type: 'string', nullable: true },
-    updatedAt: { type: 'string', format: 'date-time', nullable: true },
+    updated_by: { type: 'string', nullable: true },
+    updated_at: { type: 'string', format: 'date-time', nullable: true },
     reason: { type: 'string', nullable: true },
+  },
+};
+
+/** What PUT and DELETE /admin/budgets/{app}/{period} answer. */
+const budgetChange: Json = {
+  type: 'object',
+  required: ['budget', 'changed'],
+  properties: {
+    budget: budgetSchema,
+    changed: { type: 'boolean', description: 'false: DELETE of a budget already on its config value' },
+    audit_id: { type: 'string', description: 'The audit entry of the change (when changed)' },
+  },
+};
+
+const int = { type: 'integer' };
+const names = { type: 'array', items: { type: 'string' } };
+
+/** GET /admin/limits (limits/governor-state.ts). */
+const limitsSchema: Json = {
+  type: 'object',
+  required: ['at', 'classes', 'upstream_minute_cap', 'apps'],
+  properties: {
+    at: { type: 'string', format: 'date-time' },
+    classes: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string', enum: ['key', 'search', 'suggest', 'check'] },
+          limit: int,
+          configured_limit: int,
+          window_ms: int,
+          used: int,
+          paused_for_ms: int,
+          queued: { type: 'object', additionalProperties: int, description: 'Waiting here, by app' },
+          waiting_apps: names,
+          competing_apps: names,
+        },
+      },
+    },
+    upstream_minute_cap: {
+      type: 'object',
+      nullable: true,
+      properties: { reset_at_ms: int, limit: int, used: int },
+    },
+    apps: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          weight: { type: 'number' },
+          priority: int,
+          caps: { type: 'object', additionalProperties: int },
+          waiting: int,
+          granted: int,
+          denied: { type: 'object', additionalProperties: int },
+          wait_ms: {
+            type: 'object',
+            properties: { samples: int, median: int, p95: int, max: int },
+          },
+        },
+      },
+    },
+  },
+};
+
+/** GET /admin/cache/stats (cache/cache-stats.ts; sections_from_dossier when that is on). */
+const cacheStatsSchema: Json = {
+  type: 'object',
+  required: ['bytes', 'entries', 'entries_capped', 'routes'],
+  properties: {
+    bytes: { type: 'integer', nullable: true },
+    entries: int,
+    entries_capped: { type: 'boolean' },
+    routes: {
+      type: 'object',
+      additionalProperties: {
+        type: 'object',
+        properties: {
+          hits: int,
+          stale: int,
+          misses: int,
+          refreshes: int,
+          not_cached: int,
+          stores: int,
+          errors: int,
+          entries: int,
+        },
+      },
+    },
+    sections_from_dossier: { type: 'object', additionalProperties: true },
   },
 };
 
@@ -244,7 +353,7 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
   '/admin/budgets': {
     get: {
       summary:
-        "Every app's and the global budgets, current periods: limit, soft, spent, reserved, remaining, forecast, source, version, updatedBy, updatedAt",
+        "Every app's and the global budgets, current periods: limit, soft, spent, reserved, remaining, forecast, source, version, updated_by, updated_at",
       responses: ok('Budgets', {
         type: 'object',
         required: ['time_zone', 'budgets'],
@@ -316,7 +425,11 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
           },
         },
       },
-      responses: { ...ok('The budget as it is now; ETag: its version'), ...invalid, ...budgetRefusals },
+      responses: {
+        ...ok('The budget as it is now; ETag: its version', budgetChange),
+        ...invalid,
+        ...budgetRefusals,
+      },
     },
     delete: {
       summary: 'Returns a budget to its config value (reason in the body or X-Audit-Reason)',
@@ -332,7 +445,11 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
           },
         },
       },
-      responses: { ...ok('The budget as it is now; ETag: its version'), ...invalid, ...budgetRefusals },
+      responses: {
+        ...ok('The budget as it is now; ETag: its version', budgetChange),
+        ...invalid,
+        ...budgetRefusals,
+      },
     },
   },
   '/admin/audit': {
@@ -388,9 +505,13 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
       responses: { ...ok('How many entries were purged'), ...invalid },
     },
   },
-  '/admin/cache/stats': { get: { summary: 'Cache counters per route', responses: ok('Cache statistics') } },
+  '/admin/cache/stats': {
+    get: { summary: 'Cache counters per route', responses: ok('Cache statistics', cacheStatsSchema) },
+  },
   '/admin/apps': { get: { summary: 'Configured apps (never token hashes)', responses: ok('Apps') } },
-  '/admin/limits': { get: { summary: 'Rate classes, queues and waits', responses: ok('Limiter state') } },
+  '/admin/limits': {
+    get: { summary: 'Rate classes, queues and waits', responses: ok('Limiter state', limitsSchema) },
+  },
   '/admin/webhooks': {
     get: {
       summary: 'Deliveries of check events to apps',
@@ -410,7 +531,12 @@ export const ADMIN_PATHS: Record<string, Record<string, Json>> = {
           'application/json': {
             schema: {
               type: 'object',
-              properties: { app: { type: 'string' }, check_id: { type: 'string' } },
+              additionalProperties: false,
+              properties: {
+                app: { type: 'string' },
+                check_id: { type: 'string' },
+                reason: { type: 'string', maxLength: 500 },
+              },
             },
           },
         },
@@ -439,7 +565,7 @@ export function adminOpenApi(serverUrl: string): Json {
       title: 'counterparty-gateway admin API',
       version: '1.0',
       description:
-        'Operations for finance and platform teams: ledger, budgets, windows, cache, limits, reload.',
+        "Operations for finance and platform teams: ledger, budgets, windows, cache, limits, reload. Every JSON field name, in answers and in accepted bodies, is snake_case (as the upstream API's); a camelCase field in a body is refused with 422 naming the snake_case one.",
     },
     servers: [{ url: serverUrl }],
     security: [{ adminToken: [] }],

@@ -9,7 +9,7 @@ export interface BurstAppState {
   name: string;
   granted: number;
   denied: Record<string, number>;
-  waitMs: { max: number; median: number };
+  wait_ms: { max: number; median: number };
 }
 
 export interface ColdBurst {

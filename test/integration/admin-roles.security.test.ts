@@ -69,7 +69,7 @@ describe('admin roles', () => {
     await expectForbidden(await as(v, 'POST', '/admin/reconcile'), 'reconcile');
     await expectForbidden(await as(v, 'POST', '/admin/webhooks/redeliver'), 'webhooks_redeliver');
     await expectForbidden(await as(v, 'POST', '/admin/prices/refresh'), 'prices_refresh');
-    expect(await crmDay()).toMatchObject({ limitMinor: 100_000, source: 'config', version: 0 });
+    expect(await crmDay()).toMatchObject({ limit_minor: 100_000, source: 'config', version: 0 });
     expect((await audit()).length).toBe(before);
   });
 
@@ -81,11 +81,11 @@ describe('admin roles', () => {
     const put = await as(f, 'PUT', '/admin/budgets/crm/day', setBudget);
     expect(put.status).toBe(200);
     expect(await crmDay()).toMatchObject({
-      limitMinor: 50_000,
-      softMinor: 40_000,
+      limit_minor: 50_000,
+      soft_minor: 40_000,
       source: 'admin',
       version: 1,
-      updatedBy: 'fin',
+      updated_by: 'fin',
       reason: 'Q4 cut',
     });
     expect((await as(f, 'POST', '/admin/reconcile')).status).toBe(200);
@@ -126,10 +126,10 @@ describe('admin roles', () => {
     });
     expect(reset.status).toBe(200);
     expect(await crmDay()).toMatchObject({
-      limitMinor: 100_000,
+      limit_minor: 100_000,
       source: 'config',
       version: 2,
-      updatedBy: 'admin',
+      updated_by: 'admin',
     });
     const entries = await audit();
     expect(entries.find((e) => e.action === 'cache_purge')).toMatchObject({

@@ -177,7 +177,7 @@ describe('no phantom reservations', () => {
     await h.emu('/faults', { route: 'company', count: 1, status: 502 });
     const failed = await h.call('capped', `/v1/companies/${knownInns(1, 800)[0]}`);
     expect(failed.status).toBe(502);
-    expect(await budget()).toMatchObject({ spentMinor: 0, reservedMinor: 0 });
+    expect(await budget()).toMatchObject({ spent_minor: 0, reserved_minor: 0 });
   });
 
   it('a client that goes away mid-call leaves no hold; the paid call completes and is accounted', async () => {
@@ -191,13 +191,13 @@ describe('no phantom reservations', () => {
     expect(await pending).toBeInstanceOf(Error);
     await new Promise((r) => setTimeout(r, 600));
     const after = await budget();
-    expect(after.reservedMinor).toBe(0);
+    expect(after.reserved_minor).toBe(0);
     const charged = (await h.ledger()).totals.amount_minor;
-    expect(after.spentMinor).toBe(charged);
+    expect(after.spent_minor).toBe(charged);
   });
 
   it('after failures, the cap still admits exactly what it should (no phantom 402)', async () => {
-    const spent = Number((await budget()).spentMinor);
+    const spent = Number((await budget()).spent_minor);
     const status = (await h.call('capped', `/v1/companies/${knownInns(1, 820)[0]}`)).status;
     expect(status).toBe(spent === 0 ? 200 : 402);
   });

@@ -1,5 +1,5 @@
 // Forecasts through the real gateway (emulator upstream, memory store): with 7 days of spend in
-// the day counters and a paid call today, GET /admin/budgets gives each budget a forecastMinor
+// the day counters and a paid call today, GET /admin/budgets gives each budget a forecast_minor
 // that is the method's (src/finance/forecast.ts) on the counters' values, never below spent, and
 // /metrics exports the same as cpgw_budget_forecast_minor{app,period} for the app and _global.
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,15 +17,15 @@ const DAILY = 7000;
 interface Budget {
   scope: string;
   period: 'day' | 'month';
-  spentMinor: number;
-  limitMinor: number | null;
-  forecastMinor: number;
+  spent_minor: number;
+  limit_minor: number | null;
+  forecast_minor: number;
 }
 
 describe('budget forecasts in /admin/budgets and /metrics', () => {
   afterAll(() => h.close());
 
-  it('forecastMinor follows the method on the last 7 days and today, in the API and the gauge', async () => {
+  it('forecast_minor follows the method on the last 7 days and today, in the API and the gauge', async () => {
     const { store, clock } = h.gateway;
     const tz = h.config.cost.timeZone;
     const plan = forecastPlan(clock.now(), tz);
@@ -44,18 +44,18 @@ describe('budget forecasts in /admin/budgets and /metrics', () => {
     const crm = answer.budgets.crm!;
     const day = crm.find((b) => b.period === 'day')!;
     const month = crm.find((b) => b.period === 'month')!;
-    expect(day.spentMinor).toBeGreaterThan(0);
+    expect(day.spent_minor).toBeGreaterThan(0);
     const expected = forecastSpend(forecastPlan(clock.now(), tz), {
-      spentDayMinor: day.spentMinor,
-      spentMonthMinor: month.spentMinor,
+      spentDayMinor: day.spent_minor,
+      spentMonthMinor: month.spent_minor,
       recentSpentMinor: plan.recentDays.map(() => DAILY),
     });
     // The gateway read a moment earlier: the day's elapsed fraction moved by a few seconds at most.
-    expect(Math.abs(day.forecastMinor - expected.dayMinor)).toBeLessThanOrEqual(20);
-    expect(Math.abs(month.forecastMinor - expected.monthMinor)).toBeLessThanOrEqual(20);
-    expect(month.forecastMinor).toBeGreaterThanOrEqual(month.spentMinor + DAILY * plan.daysAfterToday);
+    expect(Math.abs(day.forecast_minor - expected.dayMinor)).toBeLessThanOrEqual(20);
+    expect(Math.abs(month.forecast_minor - expected.monthMinor)).toBeLessThanOrEqual(20);
+    expect(month.forecast_minor).toBeGreaterThanOrEqual(month.spent_minor + DAILY * plan.daysAfterToday);
     for (const b of [...crm, ...answer.budgets['*global*']!])
-      expect(b.forecastMinor).toBeGreaterThanOrEqual(b.spentMinor);
+      expect(b.forecast_minor).toBeGreaterThanOrEqual(b.spent_minor);
 
     const text = await (await fetch(`${h.gateway.url}/metrics`)).text();
     const gauge = (app: string, period: string) => {
@@ -66,9 +66,9 @@ describe('budget forecasts in /admin/budgets and /metrics', () => {
       expect(m, `${app}/${period}`).not.toBeNull();
       return Number(m![1]);
     };
-    expect(Math.abs(gauge('crm', 'month') - month.forecastMinor)).toBeLessThanOrEqual(20);
-    expect(Math.abs(gauge('crm', 'day') - day.forecastMinor)).toBeLessThanOrEqual(20);
+    expect(Math.abs(gauge('crm', 'month') - month.forecast_minor)).toBeLessThanOrEqual(20);
+    expect(Math.abs(gauge('crm', 'day') - day.forecast_minor)).toBeLessThanOrEqual(20);
     const globalMonth = answer.budgets['*global*']!.find((b) => b.period === 'month')!;
-    expect(Math.abs(gauge('_global', 'month') - globalMonth.forecastMinor)).toBeLessThanOrEqual(20);
+    expect(Math.abs(gauge('_global', 'month') - globalMonth.forecast_minor)).toBeLessThanOrEqual(20);
   });
 });

@@ -50,15 +50,15 @@ describe('budgets as data', () => {
   it('GET /admin/budgets: every budget with limit, soft, spent, reserved, remaining, source and version', async () => {
     const all = await budgets();
     expect(all.crm!.find((b) => b.period === 'day')).toMatchObject({
-      limitMinor: 10 * DOSSIER,
-      softMinor: 5 * DOSSIER,
-      spentMinor: 0,
-      reservedMinor: 0,
-      remainingMinor: 10 * DOSSIER,
+      limit_minor: 10 * DOSSIER,
+      soft_minor: 5 * DOSSIER,
+      spent_minor: 0,
+      reserved_minor: 0,
+      remaining_minor: 10 * DOSSIER,
       source: 'config',
       version: 0,
-      updatedBy: null,
-      updatedAt: null,
+      updated_by: null,
+      updated_at: null,
     });
     expect(all['*global*']!.map((b) => b.period).sort()).toEqual(['day', 'month']);
   });
@@ -75,6 +75,8 @@ describe('budgets as data', () => {
       ['/admin/budgets/crm/day', { limit_minor: 5, soft_minor: 6, reason: 'r' }, 422, 'soft_minor'],
       ['/admin/budgets/crm/day', { limit_minor: 5, soft_minor: -6, reason: 'r' }, 422, 'soft_minor'],
       ['/admin/budgets/crm/day', { limit_minor: 5, reason: 'r', limit: 4 }, 422, 'limit'],
+      // The old camelCase spelling is refused, not ignored (README "Field names").
+      ['/admin/budgets/crm/day', { limitMinor: 5, reason: 'r' }, 422, 'limitMinor'],
       ['/admin/budgets/crm/day', '{not json', 422, 'body'],
       ['/admin/budgets/nobody/day', { limit_minor: 5, reason: 'r' }, 404, null],
       ['/admin/budgets/crm/week', { limit_minor: 5, reason: 'r' }, 404, null],
@@ -93,7 +95,7 @@ describe('budgets as data', () => {
     expect(((await noReason.json()) as Envelope).error.details.fields).toEqual([
       expect.objectContaining({ field: 'reason', code: 'required' }),
     ]);
-    expect(await crmDay()).toMatchObject({ limitMinor: 10 * DOSSIER, version: 0, source: 'config' });
+    expect(await crmDay()).toMatchObject({ limit_minor: 10 * DOSSIER, version: 0, source: 'config' });
     expect(await auditCount()).toBe(before);
   });
 
@@ -127,8 +129,8 @@ describe('budgets as data', () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get('etag')).toBe('"1"');
     expect(await crmDay()).toMatchObject({
-      limitMinor: 20 * DOSSIER,
-      softMinor: null,
+      limit_minor: 20 * DOSSIER,
+      soft_minor: null,
       source: 'admin',
       version: 1,
     });
@@ -144,7 +146,7 @@ describe('budgets as data', () => {
   it('lowering the cap below what is spent refuses the next paid call at once; DELETE restores the config cap', async () => {
     expect((await paidCall()).status).toBe(200);
     expect((await paidCall()).status).toBe(200);
-    const spent = Number((await crmDay()).spentMinor);
+    const spent = Number((await crmDay()).spent_minor);
     expect(spent).toBe(2 * DOSSIER);
     const lower = await fin('PUT', '/admin/budgets/crm/day', { limit_minor: DOSSIER, reason: 'freeze' });
     expect(lower.status).toBe(200);
@@ -156,17 +158,17 @@ describe('budgets as data', () => {
       details: { app: 'crm', scope: 'app', period: 'day', limit_minor: DOSSIER, spent_minor: spent },
     });
     expect(await h.upstreamCount()).toBe(upstreamBefore);
-    expect(await crmDay()).toMatchObject({ limitMinor: DOSSIER, remainingMinor: 0 });
+    expect(await crmDay()).toMatchObject({ limit_minor: DOSSIER, remaining_minor: 0 });
     // The gauge shows the cap in force.
     const metrics = await (await fetch(`${h.gateway.url}/metrics`)).text();
     expect(metrics).toContain(`cpgw_budget_limit_minor{app="crm",period="day"} ${DOSSIER}`);
     const reset = await fin('DELETE', '/admin/budgets/crm/day', { reason: 'unfreeze' });
     expect(reset.status).toBe(200);
     expect(await crmDay()).toMatchObject({
-      limitMinor: 10 * DOSSIER,
+      limit_minor: 10 * DOSSIER,
       source: 'config',
       version: 3,
-      updatedBy: 'fin',
+      updated_by: 'fin',
     });
     expect((await paidCall()).status).toBe(200);
     const after = await (await fetch(`${h.gateway.url}/metrics`)).text();

@@ -102,10 +102,10 @@ describe.skipIf(!r)('budgets as data on two replicas sharing Redis', () => {
     const res = await admin(b, h.adminTokens.view!, 'GET', '/admin/budgets');
     const body = (await res.json()) as { budgets: Record<string, Array<Record<string, unknown>>> };
     expect(body.budgets.crm!.find((x) => x.period === 'day')).toMatchObject({
-      limitMinor: DOSSIER,
+      limit_minor: DOSSIER,
       source: 'admin',
       version: 1,
-      updatedBy: 'fin',
+      updated_by: 'fin',
     });
     const metrics = await (await fetch(`${b.url}/metrics`)).text();
     expect(metrics).toContain(`cpgw_budget_limit_minor{app="crm",period="day"} ${DOSSIER}`);

@@ -124,7 +124,7 @@ maybe('two gateways on a Redis Cluster', () => {
 
     const admin = { authorization: `Bearer ${h.adminToken}` };
     type AdminLedger = {
-      entries: Array<{ inn: string; amountMinor: number }>;
+      entries: Array<{ inn: string; amount_minor: number }>;
       pending: unknown[];
       outbox: number;
     };
@@ -144,6 +144,6 @@ maybe('two gateways on a Redis Cluster', () => {
     for (const e of theirs) perInn.set(e.inn, (perInn.get(e.inn) ?? 0) + 1);
     for (const [inn, n] of perInn) expect(n, `upstream charges for ${inn}`).toBe(1);
     expect(mine.map((e) => e.inn).sort()).toEqual(theirs.map((e) => e.inn).sort());
-    expect(mine.reduce((s, e) => s + e.amountMinor, 0)).toBe(theirs.reduce((s, e) => s + e.amount_minor, 0));
+    expect(mine.reduce((s, e) => s + e.amount_minor, 0)).toBe(theirs.reduce((s, e) => s + e.amount_minor, 0));
   });
 });

@@ -208,8 +208,8 @@ describe('console sessions (server side)', () => {
     expect(put.status).toBe(401);
     const budgets = (await (
       await fetch(url('/admin/budgets'), { headers: { authorization: `Bearer ${h.adminTokens.fin}` } })
-    ).json()) as { budgets: { crm: Array<{ period: string; limitMinor: number | null }> } };
-    expect(budgets.budgets.crm.find((b) => b.period === 'day')!.limitMinor).not.toBe(7);
+    ).json()) as { budgets: { crm: Array<{ period: string; limit_minor: number | null }> } };
+    expect(budgets.budgets.crm.find((b) => b.period === 'day')!.limit_minor).not.toBe(7);
   });
 
   it('never logs a token, a session id or a CSRF token', () => {

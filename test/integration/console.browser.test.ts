@@ -45,7 +45,7 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
     });
   const crmDay = async () => {
     const all = (await (await admin('GET', '/admin/budgets')).json()) as {
-      budgets: Record<string, Array<{ period: string; limitMinor: number; version: number }>>;
+      budgets: Record<string, Array<{ period: string; limit_minor: number; version: number }>>;
     };
     return all.budgets.crm!.find((b) => b.period === 'day')!;
   };
@@ -207,7 +207,7 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
     await shot(page, 'budgets');
     await page.locator('#budget-form button[type="submit"]').click();
     await expect.poll(() => page.locator('#budget-status').textContent()).toContain('version 1');
-    expect(await crmDay()).toMatchObject({ limitMinor: 25_000, version: 1 });
+    expect(await crmDay()).toMatchObject({ limit_minor: 25_000, version: 1 });
     const refused = await paidCall('crm');
     expect(refused.status).toBe(402);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('budget_exceeded');
@@ -229,7 +229,7 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
       .poll(() => page.locator('#edit-error').textContent())
       .toMatch(/nothing was saved.*cap 300,00\s₽.*version 2/);
     expect(await page.locator('#edit-version').textContent()).toContain('version 2');
-    expect(await crmDay()).toMatchObject({ limitMinor: 30_000, version: 2 });
+    expect(await crmDay()).toMatchObject({ limit_minor: 30_000, version: 2 });
 
     // A write without (or with a wrong) CSRF token: 403 and nothing changed.
     const forged = await page.evaluate(async () => {
@@ -245,7 +245,7 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
       [403, 'feature_unavailable'],
       [403, 'feature_unavailable'],
     ]);
-    expect(await crmDay()).toMatchObject({ limitMinor: 30_000, version: 2 });
+    expect(await crmDay()).toMatchObject({ limit_minor: 30_000, version: 2 });
 
     // Audit trail: the console's change with its reason, by fin (finance).
     await show(page, '#/audit', 'audit');
@@ -333,7 +333,7 @@ describe.skipIf(!present && !required)('console in Chromium', () => {
       return [r.status, ((await r.json()) as { error: { details: { role: string } } }).error.details.role];
     });
     expect(write).toEqual([403, 'viewer']);
-    expect(await crmDay()).toMatchObject({ limitMinor: 30_000, version: 2 });
+    expect(await crmDay()).toMatchObject({ limit_minor: 30_000, version: 2 });
     // Replicas: the heartbeat of this gateway, agreeing with itself, and its health.
     await show(page, '#/replicas', 'replicas');
     expect(await page.locator('[data-field="agree"]').textContent()).toMatch(

@@ -49,7 +49,7 @@ interface Page {
   complete: boolean;
   next_cursor: string | null;
   time_zone: string;
-  entries: Array<{ id: string; app: string; time: string; at_ms: number; at: number; amountMinor: number }>;
+  entries: Array<{ id: string; app: string; time: string; at_ms: number; at: number; amount_minor: number }>;
 }
 
 async function page(query: string): Promise<Page> {
@@ -67,7 +67,7 @@ describe('ledger export', () => {
     for (;;) {
       pages++;
       expect(p.count).toBe(p.entries.length);
-      expect(p.total_minor).toBe(p.entries.reduce((n, e) => n + e.amountMinor, 0));
+      expect(p.total_minor).toBe(p.entries.reduce((n, e) => n + e.amount_minor, 0));
       seen.push(...p.entries.map((e) => e.id));
       total += p.total_minor;
       if (p.complete) break;

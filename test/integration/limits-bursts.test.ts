@@ -38,7 +38,7 @@ describe('a cold burst with the production rate defaults', () => {
     });
     const { refusals, ledger, apps } = b;
     const at = b.upstream.at;
-    const heldMs = Math.max(...apps.map((a) => a.waitMs.max));
+    const heldMs = Math.max(...apps.map((a) => a.wait_ms.max));
     console.log(
       `cold burst: ${READS} reads in ${b.tookMs} ms, statuses ${JSON.stringify(b.statuses)}; ` +
         `${at.length} upstream reads (${b.upstream.paths.size} companies) within ` +

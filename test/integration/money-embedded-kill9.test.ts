@@ -28,12 +28,12 @@ const LISTENING = /listening on (http:\/\/[^\s)]+)/;
 interface AdminLedger {
   count: number;
   total_minor: number;
-  entries: Array<{ inn: string; amountMinor: number; reconciled?: boolean }>;
+  entries: Array<{ inn: string; amount_minor: number; reconciled?: boolean }>;
   pending: unknown[];
   outbox: number;
 }
 interface AdminBudgets {
-  budgets: Record<string, Array<{ period: string; spentMinor: number; reservedMinor: number }>>;
+  budgets: Record<string, Array<{ period: string; spent_minor: number; reserved_minor: number }>>;
 }
 interface EmulatorLedger {
   entries: Array<{ inn: string; amount_minor: number }>;
@@ -201,7 +201,7 @@ describe('embedded money store: kill -9 mid-traffic, restart on the same state d
     ).toEqual(inns.slice(2, 5).sort());
     expect(view.outbox).toBe(0);
     const day = dayOf(await admin<AdminBudgets>(again.url, '/admin/budgets'));
-    expect(day).toMatchObject({ spentMinor: truth.totals.amount_minor, reservedMinor: 0 });
+    expect(day).toMatchObject({ spent_minor: truth.totals.amount_minor, reserved_minor: 0 });
 
     // The cap holds: 49,500 spent of 50,000, so a new company's dossier is refused before the upstream ...
     expect(await read(again.url, inns[5]!)).toMatchObject({ status: 402, code: 'budget_exceeded' });
@@ -209,6 +209,6 @@ describe('embedded money store: kill -9 mid-traffic, restart on the same state d
     expect(await read(again.url, inns[0]!)).toEqual({ status: 200, charged: '0' });
     const after = await emu<EmulatorLedger>('/ledger');
     expect(after.totals).toEqual(truth.totals);
-    expect(dayOf(await admin<AdminBudgets>(again.url, '/admin/budgets')).spentMinor).toBe(5 * PRICE);
+    expect(dayOf(await admin<AdminBudgets>(again.url, '/admin/budgets')).spent_minor).toBe(5 * PRICE);
   }, 60_000);
 });

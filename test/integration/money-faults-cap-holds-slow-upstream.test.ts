@@ -18,12 +18,12 @@ const GATEWAY_TIMEOUT_MS = 1000;
 interface AdminLedger {
   count: number;
   total_minor: number;
-  entries: Array<{ inn: string; amountMinor: number; reconciled?: boolean }>;
+  entries: Array<{ inn: string; amount_minor: number; reconciled?: boolean }>;
   pending: Array<{ inn: string; state: string }>;
   outbox: number;
 }
 interface AdminBudgets {
-  budgets: Record<string, Array<{ period: string; spentMinor: number; reservedMinor: number }>>;
+  budgets: Record<string, Array<{ period: string; spent_minor: number; reserved_minor: number }>>;
 }
 
 const replicas = await startRedisReplicas({
@@ -100,9 +100,9 @@ maybe('a day cap against an upstream slower than the gateway timeout', () => {
     // Those charges came back through the reconciler: the calls themselves never saw an answer.
     expect(view.entries.every((e) => e.reconciled === true)).toBe(true);
     const budgets = await admin<AdminBudgets>(r.h.gateway.url, '/admin/budgets');
-    for (const b of budgets.budgets.capped!) expect(b.reservedMinor).toBe(0);
+    for (const b of budgets.budgets.capped!) expect(b.reserved_minor).toBe(0);
     // The month (a run across midnight in cost.timeZone starts a new, empty day).
-    expect(budgets.budgets.capped!.find((b) => b.period === 'month')!.spentMinor).toBe(
+    expect(budgets.budgets.capped!.find((b) => b.period === 'month')!.spent_minor).toBe(
       truth.totals.amount_minor,
     );
     // Spent stays spent: a fourth try is refused before it reaches the upstream.

@@ -26,12 +26,12 @@ const LISTENING = /listening on (http:\/\/[^\s)]+)/;
 interface AdminLedger {
   count: number;
   total_minor: number;
-  entries: Array<{ inn: string; amountMinor: number; reconciled?: boolean }>;
+  entries: Array<{ inn: string; amount_minor: number; reconciled?: boolean }>;
   pending: unknown[];
   outbox: number;
 }
 interface AdminBudgets {
-  budgets: Record<string, Array<{ period: string; spentMinor: number; reservedMinor: number }>>;
+  budgets: Record<string, Array<{ period: string; spent_minor: number; reserved_minor: number }>>;
 }
 interface EmulatorLedger {
   entries: Array<{ inn: string; amount_minor: number }>;
@@ -218,8 +218,8 @@ maybe('kill -9 of one of two replicas with paid calls in flight', () => {
     // Nothing held any more; the month's spend is what the upstream charged (the month, not the
     // day: a run across midnight in cost.timeZone starts a new, empty day).
     for (const b of [...budgets.budgets.alpha!, ...budgets.budgets['*global*']!])
-      expect(b.reservedMinor).toBe(0);
-    expect(budgets.budgets.alpha!.find((b) => b.period === 'month')!.spentMinor).toBe(
+      expect(b.reserved_minor).toBe(0);
+    expect(budgets.budgets.alpha!.find((b) => b.period === 'month')!.spent_minor).toBe(
       truth.totals.amount_minor,
     );
   }, 50_000);

@@ -22,12 +22,12 @@ const UPSTREAM_LATENCY_MS = 1500;
 interface AdminLedger {
   count: number;
   total_minor: number;
-  entries: Array<{ inn: string; amountMinor: number; idempotencyKey: string }>;
+  entries: Array<{ inn: string; amount_minor: number; idempotency_key: string }>;
   pending: unknown[];
   outbox: number;
 }
 interface AdminBudgets {
-  budgets: Record<string, Array<{ period: string; spentMinor: number; reservedMinor: number }>>;
+  budgets: Record<string, Array<{ period: string; spent_minor: number; reserved_minor: number }>>;
 }
 
 const redis = await startPrivateRedis();
@@ -110,13 +110,13 @@ maybe('Redis lost while a paid call is in flight', () => {
     );
     const truth = await h.ledger();
     expect(truth.totals).toMatchObject({ count: 1, amount_minor: 9900 });
-    expect(view.entries.map((e) => [e.inn, e.amountMinor, e.idempotencyKey])).toEqual(
+    expect(view.entries.map((e) => [e.inn, e.amount_minor, e.idempotency_key])).toEqual(
       truth.entries.map((e) => [e.inn, e.amount_minor, e.idempotency_key]),
     );
     expect(view.pending).toEqual([]);
     const budgets = await admin<AdminBudgets>(h.gateway.url, '/admin/budgets');
     const month = budgets.budgets.alpha!.find((b) => b.period === 'month')!;
-    expect(month).toMatchObject({ spentMinor: 9900, reservedMinor: 0 });
+    expect(month).toMatchObject({ spent_minor: 9900, reserved_minor: 0 });
   }, 30_000);
 
   it('a graceful shutdown with Redis down keeps the outbox in stateDir; the next start replays it', async () => {
@@ -150,7 +150,7 @@ maybe('Redis lost while a paid call is in flight', () => {
     const truth = await h.ledger();
     const entry = truth.entries.find((e) => e.inn === inn)!;
     // Redis came back empty: the ledger holds exactly this charge, under the upstream's key.
-    expect(view.entries.map((e) => [e.inn, e.amountMinor, e.idempotencyKey])).toEqual([
+    expect(view.entries.map((e) => [e.inn, e.amount_minor, e.idempotency_key])).toEqual([
       [inn, 9900, entry.idempotency_key],
     ]);
     expect(view.pending).toEqual([]);

@@ -18,12 +18,12 @@ import { type GatewayInstance, type Harness, startHarness } from '../helpers/gat
 import { deleteKeysUnder, startTestRedis, uniquePrefix } from '../helpers/redis.ts';
 
 interface AdminLedger {
-  entries: Array<{ inn: string | null; amountMinor: number; reconciled?: boolean }>;
+  entries: Array<{ inn: string | null; amount_minor: number; reconciled?: boolean }>;
   pending: unknown[];
   outbox: number;
 }
 interface AdminBudgets {
-  budgets: Record<string, Array<{ period: string; spentMinor: number; reservedMinor: number }>>;
+  budgets: Record<string, Array<{ period: string; spent_minor: number; reserved_minor: number }>>;
 }
 
 /** Record attempts A's store refuses in the long case: 1 + 5 outbox retries 500 ms apart. */
@@ -174,7 +174,7 @@ maybe('a money step lost on Redis, with a second replica reconciling', () => {
       for (const r of rows) m[r.inn ?? ''] = (m[r.inn ?? ''] ?? 0) + r.amount;
       return m;
     };
-    expect(byInn(view.entries.map((e) => ({ inn: e.inn, amount: e.amountMinor })))).toEqual(
+    expect(byInn(view.entries.map((e) => ({ inn: e.inn, amount: e.amount_minor })))).toEqual(
       byInn(truth.entries.map((e) => ({ inn: e.inn, amount: e.amount_minor }))),
     );
     expect(view.entries).toHaveLength(truth.totals.count);
@@ -182,20 +182,20 @@ maybe('a money step lost on Redis, with a second replica reconciling', () => {
     // A's outbox still held the record: two records of one key, one ledger entry.
     interface Entry {
       inn: string | null;
-      idempotencyKey?: string;
+      idempotency_key?: string;
     }
     for (const inn of tookOver) {
       const entries = (view.entries as Entry[]).filter((e) => e.inn === inn);
       expect(entries, inn).toHaveLength(1);
-      const key = entries[0]!.idempotencyKey!;
+      const key = entries[0]!.idempotency_key!;
       expect(
         h.logs.some((l) => l.includes('"charge reconciled"') && l.includes(key) && l.includes('"recorded"')),
         `${inn}: the reconciler replayed ${key}`,
       ).toBe(true);
     }
     const budgets = await admin<AdminBudgets>(b.url, '/admin/budgets');
-    for (const row of budgets.budgets.alpha!) expect(row.reservedMinor).toBe(0);
-    expect(budgets.budgets.alpha!.find((r) => r.period === 'month')!.spentMinor).toBe(
+    for (const row of budgets.budgets.alpha!) expect(row.reserved_minor).toBe(0);
+    expect(budgets.budgets.alpha!.find((r) => r.period === 'month')!.spent_minor).toBe(
       truth.totals.amount_minor,
     );
   }, 50_000);

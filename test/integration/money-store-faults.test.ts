@@ -17,7 +17,7 @@ import { type FailMode, FaultyStore } from '../helpers/faulty-store.ts';
 import { type Harness, startHarness } from '../helpers/gateway-harness.ts';
 
 interface LedgerView {
-  entries: Array<{ inn: string | null; amountMinor: number }>;
+  entries: Array<{ inn: string | null; amount_minor: number }>;
   pending: unknown[];
   outbox: number;
 }
@@ -25,7 +25,7 @@ interface LedgerView {
 interface BudgetView {
   budgets: Record<
     string,
-    Array<{ scope: string; period: string; spentMinor: number; reservedMinor: number }>
+    Array<{ scope: string; period: string; spent_minor: number; reserved_minor: number }>
   >;
 }
 
@@ -132,14 +132,14 @@ describe('a store fault at any step of the charge path', () => {
       for (const e of entries) m.set(e.inn ?? '', (m.get(e.inn ?? '') ?? 0) + e.amount);
       return m;
     };
-    const ours = byInn(view.entries.map((e) => ({ inn: e.inn, amount: e.amountMinor })));
+    const ours = byInn(view.entries.map((e) => ({ inn: e.inn, amount: e.amount_minor })));
     const truth = byInn(upstream.entries.map((e) => ({ inn: e.inn, amount: e.amount_minor })));
     // 0 lost, 0 double counted: every company's amount equal on both sides.
     expect(Object.fromEntries(ours)).toEqual(Object.fromEntries(truth));
     const budgets = await admin<BudgetView>('/admin/budgets');
     const month = budgets.budgets.alpha!.find((b) => b.period === 'month')!;
-    expect(month.spentMinor).toBe(upstream.totals.amount_minor);
-    expect(month.reservedMinor).toBe(0);
+    expect(month.spent_minor).toBe(upstream.totals.amount_minor);
+    expect(month.reserved_minor).toBe(0);
   }
 
   it('dossier read: every store call failing before or after', async () => {

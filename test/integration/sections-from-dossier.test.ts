@@ -28,7 +28,7 @@ const adminStats = async () => {
   return (await res.json()) as {
     sections_from_dossier: {
       derived: number;
-      derivedSavedMinor: number;
+      derived_saved_minor: number;
       prefetches: { fetched: number };
       sections: Record<string, { verdict: string; equal: number; differs: number; reason?: string }>;
     };
@@ -82,7 +82,7 @@ describe('sections from the cached dossier', () => {
     h.advance(20 * MINUTE);
     const ledgerBefore = (await h.ledger()).totals;
     const readsBefore = await upstreamReads(inn!);
-    const savedBefore = (await adminStats()).sections_from_dossier.derivedSavedMinor;
+    const savedBefore = (await adminStats()).sections_from_dossier.derived_saved_minor;
     for (const s of ['management', 'financials', 'taxes', 'arbitration']) {
       const r = await h.call('gamma', `/v1/companies/${inn}/${s}`);
       expect(r.status).toBe(200);
@@ -101,7 +101,7 @@ describe('sections from the cached dossier', () => {
 
     const stats = (await adminStats()).sections_from_dossier;
     expect(stats.derived).toBeGreaterThanOrEqual(4);
-    expect(stats.derivedSavedMinor - savedBefore).toBe(4 * 9900);
+    expect(stats.derived_saved_minor - savedBefore).toBe(4 * 9900);
     const metrics = await (
       await fetch(`${h.gateway.url}/metrics`, { headers: { authorization: `Bearer ${h.adminToken}` } })
     ).text();

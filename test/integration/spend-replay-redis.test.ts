@@ -62,10 +62,10 @@ const prefetchesDone = async (url: string, adminToken: string) => {
   const res = await fetch(`${url}/admin/cache/stats`, { headers: { authorization: `Bearer ${adminToken}` } });
   const { prefetches: p } = (
     (await res.json()) as {
-      sections_from_dossier: { prefetches: { fetched: number; skippedSaturated: number; failed: number } };
+      sections_from_dossier: { prefetches: { fetched: number; skipped_saturated: number; failed: number } };
     }
   ).sections_from_dossier;
-  return p.fetched + p.skippedSaturated + p.failed;
+  return p.fetched + p.skipped_saturated + p.failed;
 };
 
 /**

@@ -51,7 +51,7 @@ async function statement(month: string, query = ''): Promise<{ status: number; b
 }
 
 async function ledgerAll(from: number, to: number) {
-  const entries: Array<{ app: string; kind: string; amountMinor: number }> = [];
+  const entries: Array<{ app: string; kind: string; amount_minor: number }> = [];
   let url = `${h.gateway.url}/admin/ledger?from=${from}&to=${to}&limit=10000`;
   for (;;) {
     const page = (await (await fetch(url, { headers: admin() })).json()) as {
@@ -115,13 +115,13 @@ describe('statements', () => {
     const beta = body.apps.find((p) => p.app === 'beta')!;
     const idle = body.apps.find((p) => p.app === 'idle')!;
     // Charges equal the ledger, per app and in total, and the emulator's own ledger.
-    expect(alpha.charges.amount_minor).toBe(byApp('alpha').reduce((n, e) => n + e.amountMinor, 0));
+    expect(alpha.charges.amount_minor).toBe(byApp('alpha').reduce((n, e) => n + e.amount_minor, 0));
     expect(alpha.charges).toEqual({
       count: 3,
       amount_minor: 29_700,
       by_kind: [{ kind: 'dossier', count: 3, amount_minor: 29_700 }],
     });
-    expect(beta.charges.amount_minor).toBe(byApp('beta').reduce((n, e) => n + e.amountMinor, 0));
+    expect(beta.charges.amount_minor).toBe(byApp('beta').reduce((n, e) => n + e.amount_minor, 0));
     expect(beta.charges.count).toBe(1);
     const truth = await h.ledger();
     expect(body.total.charges.amount_minor).toBe(truth.totals.amount_minor);
@@ -220,7 +220,7 @@ describe('statements', () => {
       requestId: 'late-1',
     });
     const ledger = await ledgerAll(bounds.fromMs, bounds.toMs);
-    expect(ledger.reduce((n, e) => n + e.amountMinor, 0)).toBe(before + 9900);
+    expect(ledger.reduce((n, e) => n + e.amount_minor, 0)).toBe(before + 9900);
     // ...but the statement is the stored copy: the same figures, the same computed_at.
     h.advance(86_400_000);
     const again = await statement(month);

@@ -80,6 +80,8 @@ describe('POST /admin/webhooks/redeliver', () => {
       ['{"app":"nobody"}', 'app'],
       ['{"app":7}', 'app'],
       ['{"check_id":"../x"}', 'check_id'],
+      // A camelCase filter is refused, never ignored (it would redeliver everything).
+      ['{"checkId":"6f1c1f3e-2d4b-4c8e-9a7b-0e5d3c2b1a09"}', 'checkId'],
       ['[1]', 'body'],
       ['{"app":', 'body'],
     ] as const) {

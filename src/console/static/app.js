@@ -204,7 +204,7 @@ async function overview(page) {
     month: find(data.budgets[app], 'month'),
   }));
   const global = data.budgets[GLOBAL] ?? [];
-  const sum = (period) => rows.reduce((t, r) => t + (r[period]?.spentMinor ?? 0), 0);
+  const sum = (period) => rows.reduce((t, r) => t + (r[period]?.spent_minor ?? 0), 0);
   const cell = (b, field) => h('td', { class: 'num' }, money(b ? b[field] : null));
   const table = h(
     'table',
@@ -236,13 +236,13 @@ async function overview(page) {
           'tr',
           { 'data-app': r.app },
           h('th', { scope: 'row' }, r.app),
-          cell(r.day, 'spentMinor'),
-          cell(r.day, 'limitMinor'),
-          cell(r.day, 'remainingMinor'),
-          cell(r.month, 'spentMinor'),
-          cell(r.month, 'limitMinor'),
-          cell(r.month, 'remainingMinor'),
-          cell(r.month, 'forecastMinor'),
+          cell(r.day, 'spent_minor'),
+          cell(r.day, 'limit_minor'),
+          cell(r.day, 'remaining_minor'),
+          cell(r.month, 'spent_minor'),
+          cell(r.month, 'limit_minor'),
+          cell(r.month, 'remaining_minor'),
+          cell(r.month, 'forecast_minor'),
         ),
       ),
       h(
@@ -250,19 +250,19 @@ async function overview(page) {
         { 'data-app': 'total' },
         h('th', { scope: 'row' }, 'Total (global cap)'),
         h('td', { class: 'num' }, money(sum('day'))),
-        cell(find(global, 'day'), 'limitMinor'),
-        cell(find(global, 'day'), 'remainingMinor'),
+        cell(find(global, 'day'), 'limit_minor'),
+        cell(find(global, 'day'), 'remaining_minor'),
         h('td', { class: 'num' }, money(sum('month'))),
-        cell(find(global, 'month'), 'limitMinor'),
-        cell(find(global, 'month'), 'remainingMinor'),
-        cell(find(global, 'month'), 'forecastMinor'),
+        cell(find(global, 'month'), 'limit_minor'),
+        cell(find(global, 'month'), 'remaining_minor'),
+        cell(find(global, 'month'), 'forecast_minor'),
       ),
     ),
   );
   const chartRows = rows.map((r) => ({
     app: r.app,
-    spent: r.month?.spentMinor ?? 0,
-    cap: r.month?.limitMinor ?? null,
+    spent: r.month?.spent_minor ?? 0,
+    cap: r.month?.limit_minor ?? null,
   }));
   page.replaceChildren(
     h('h1', {}, 'Overview'),
@@ -426,12 +426,12 @@ async function budgetsPage(page) {
           { 'data-budget': `${b.app}/${b.period}` },
           h('th', { scope: 'row' }, label(b.app)),
           h('td', {}, b.period),
-          h('td', { class: 'num' }, money(b.limitMinor)),
-          h('td', { class: 'num' }, money(b.softMinor)),
-          h('td', { class: 'num' }, money(b.spentMinor)),
+          h('td', { class: 'num' }, money(b.limit_minor)),
+          h('td', { class: 'num' }, money(b.soft_minor)),
+          h('td', { class: 'num' }, money(b.spent_minor)),
           h('td', {}, b.source),
           h('td', { class: 'num' }, b.version),
-          h('td', {}, b.updatedBy ?? '—'),
+          h('td', {}, b.updated_by ?? '—'),
           h('td', {}, b.reason ?? '—'),
           canEdit() ? h('td', {}, editButton(b, editor, status)) : null,
         ),
@@ -452,8 +452,8 @@ function editButton(b, editor, status) {
 }
 
 function editForm(b, editor, status, notice = '') {
-  const cap = h('input', { id: 'cap', name: 'cap', inputmode: 'decimal', value: fromMinor(b.limitMinor) });
-  const soft = h('input', { id: 'soft', name: 'soft', inputmode: 'decimal', value: fromMinor(b.softMinor) });
+  const cap = h('input', { id: 'cap', name: 'cap', inputmode: 'decimal', value: fromMinor(b.limit_minor) });
+  const soft = h('input', { id: 'soft', name: 'soft', inputmode: 'decimal', value: fromMinor(b.soft_minor) });
   const reason = h('input', { id: 'reason', name: 'reason', required: true, maxlength: 500 });
   const error = h('p', { id: 'edit-error', class: 'error', role: 'alert' }, notice);
   const form = h(
@@ -489,8 +489,8 @@ function editForm(b, editor, status, notice = '') {
       const cur = body.error.details.current;
       const fresh = {
         ...b,
-        limitMinor: cur.limit_minor,
-        softMinor: cur.soft_minor,
+        limit_minor: cur.limit_minor,
+        soft_minor: cur.soft_minor,
         source: cur.source,
         version: cur.version,
       };
@@ -509,7 +509,7 @@ function editForm(b, editor, status, notice = '') {
     const body = await res.json();
     await budgetsPage($('page'));
     $('budget-status').textContent =
-      `Saved ${b.app} ${b.period}: cap ${money(body.budget.limitMinor)}, version ${body.budget.version}.`;
+      `Saved ${b.app} ${b.period}: cap ${money(body.budget.limit_minor)}, version ${body.budget.version}.`;
   });
   editor.replaceChildren(form);
   cap.focus();
@@ -654,7 +654,7 @@ async function ledgerPage(page, params) {
             h('td', {}, e.operation),
             h('td', {}, e.kind),
             h('td', {}, e.inn),
-            h('td', { class: 'num' }, money(e.amountMinor)),
+            h('td', { class: 'num' }, money(e.amount_minor)),
           ),
         ),
       ),

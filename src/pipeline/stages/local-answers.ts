@@ -8,6 +8,7 @@
 // - only-if-cached on a route the cache never stores: always a miss (RFC 9111 5.2.1.7), so 504
 //   not_cached, and never an upstream call or a charge.
 import { publicBase } from '../../checks/gateway-urls.ts';
+import { snakeCaseKeys } from '../../json-case.ts';
 import { type Answer, isRefusal } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
@@ -40,17 +41,20 @@ export const localAnswers: StageFactory = (deps) => async (ctx, next) => {
     // Budgets live in the shared store; while it is unreachable /v1/me still answers, with
     // `budgets: null` (not known now), like the upstream's own "not yet known" nulls.
     const statuses = await deps.budgets.status(app.name).catch(() => null);
+    // What an app is shown of its budgets (finance's fields stay in /admin/budgets).
     const budgets =
-      statuses?.map((b) => ({
-        scope: b.scope,
-        period: b.period,
-        period_id: b.periodId,
-        limit_minor: b.limitMinor,
-        soft_minor: b.softMinor,
-        spent_minor: b.spentMinor,
-        reserved_minor: b.reservedMinor,
-        remaining_minor: b.remainingMinor,
-      })) ?? null;
+      statuses?.map(
+        ({ scope, period, periodId, limitMinor, softMinor, spentMinor, reservedMinor, remainingMinor }) => ({
+          scope,
+          period,
+          periodId,
+          limitMinor,
+          softMinor,
+          spentMinor,
+          reservedMinor,
+          remainingMinor,
+        }),
+      ) ?? null;
     if (!passed) ctx.cache = 'HIT';
     const age = Math.max(0, Math.floor((deps.clock.now() - deps.prices.snapshot().refreshedAt) / 1000));
     const account = app.scopes.includes('read:account');
@@ -63,7 +67,13 @@ export const localAnswers: StageFactory = (deps) => async (ctx, next) => {
         scopes: account ? upstreamKey?.scopes : app.scopes.filter((s) => s !== 'read:account'),
       },
       ...(account ? {} : { wallet: null }),
-      gateway: { app: app.name, scopes: app.scopes, time_zone: deps.config.cost.timeZone, budgets },
+      // The gateway's own object, in the one field-name case (json-case.ts).
+      gateway: snakeCaseKeys({
+        app: app.name,
+        scopes: app.scopes,
+        timeZone: deps.config.cost.timeZone,
+        budgets,
+      }),
     };
     return {
       status: 200,
