@@ -45,7 +45,7 @@ const doors = new WeakMap<FastifyInstance, Door>();
 /** The metrics listener's line in /healthz (none when it is off). */
 export function metricsListenerHealth(app: FastifyInstance): Record<string, string> {
   const door = doors.get(app);
-  return !door || door.state === 'off' ? {} : { metricsListener: door.state };
+  return !door || door.state === 'off' ? {} : { metrics_listener: door.state };
 }
 
 /** How long a scrape refused on the main port (no or a wrong token) waits for its 401. */

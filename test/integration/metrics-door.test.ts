@@ -110,7 +110,7 @@ describe('a metrics listener that cannot bind', () => {
       expect((await second.call('alpha', '/v1/companies/7707083893')).status).toBe(200);
       const health = (await (await fetch(`${second.gateway.url}/healthz`)).json()) as Record<string, string>;
       expect(health.status).toBe('degraded');
-      expect(health.metricsListener).toMatch(/^unavailable: .*EADDRINUSE/);
+      expect(health.metrics_listener).toMatch(/^unavailable: .*EADDRINUSE/);
       expect((await fetch(`${second.gateway.url}/readyz`)).status).toBe(200);
       const line = second.logs.find((l) => l.includes('metrics listener could not start'));
       expect(line).toBeDefined();
