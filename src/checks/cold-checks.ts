@@ -11,10 +11,10 @@
 //   (`Idempotent-Replayed: true`).
 // Must never: skip or refund the `key` class (every call spends it), or call a check warm from a
 // dossier read (only a finished check makes the upstream's data fresh).
-import type { LimitClassName } from '../../limits/index.ts';
-import type { UpstreamResponse } from '../../upstream/upstream-client.ts';
-import type { RequestContext } from '../context.ts';
-import type { PipelineDeps } from '../deps.ts';
+import type { LimitClassName } from '../limits/index.ts';
+import type { RequestContext } from '../pipeline/context.ts';
+import type { PipelineDeps } from '../pipeline/deps.ts';
+import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 
 const KEY_TTL_MS = 86_400_000; // the spec: an Idempotency-Key lives one day
 const CHECK: LimitClassName[] = ['check'];
