@@ -16,6 +16,7 @@ import type { Answer, Outcome } from '../pipeline/outcome.ts';
 import { isRefusal } from '../pipeline/outcome.ts';
 import { refuse } from '../pipeline/refusals.ts';
 import type { StageFactory } from '../pipeline/stage.ts';
+import { checkRequestOf } from './check-request.ts';
 import { type CheckTicket, canonicalCheckId, retryAfterMs } from './check-tickets.ts';
 import { publicBase, toGatewayUrls, upstreamOrigin } from './gateway-urls.ts';
 
@@ -58,9 +59,9 @@ export const checks: StageFactory = (deps) => async (ctx, next) => {
     }
     return out;
   }
-  if (ctx.route.name !== 'check_create' || ctx.shape === null) return next();
-  const purpose = (ctx.call.body as { purpose?: string }).purpose === 'requisites' ? 'requisites' : 'dossier';
-  const inn = ctx.shape.inn;
+  const check = checkRequestOf(ctx);
+  if (!check) return next();
+  const { inn, purpose } = check;
   const pending = await deps.tickets.pendingFor(inn, purpose);
   if (pending?.ticketBody) {
     await deps.tickets.join(pending.checkId, app, base());

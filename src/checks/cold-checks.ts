@@ -15,6 +15,7 @@ import type { LimitClassName } from '../limits/index.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import { checkRequestOf } from './check-request.ts';
 
 const KEY_TTL_MS = 86_400_000; // the spec: an Idempotency-Key lives one day
 const CHECK: LimitClassName[] = ['check'];
@@ -22,20 +23,17 @@ const CHECK: LimitClassName[] = ['check'];
 const keyName = (idempotencyKey: string) => `check-answered:${idempotencyKey}`;
 const warmName = (inn: string, purpose: string) => `check-warm:${inn}:${purpose}`;
 
-type Purpose = 'dossier' | 'requisites';
-
-function purposeOf(ctx: RequestContext): Purpose {
-  return (ctx.call.body as { purpose?: string } | undefined)?.purpose === 'requisites'
-    ? 'requisites'
-    : 'dossier';
-}
+/** What these functions read of a request and of the gateway: no more. */
+type Call = Pick<RequestContext, 'route' | 'shape' | 'idempotencyKey' | 'startedAt' | 'ticket'>;
+type Deps = Pick<PipelineDeps, 'store' | 'clock' | 'config'>;
 
 /** The classes a check_create call may skip before it is sent (empty for every other route). */
-export async function knownNotCold(ctx: RequestContext, deps: PipelineDeps): Promise<LimitClassName[]> {
-  if (ctx.route.name !== 'check_create' || !ctx.shape) return [];
+export async function knownNotCold(ctx: Call, deps: Deps): Promise<LimitClassName[]> {
+  const check = checkRequestOf(ctx);
+  if (!check) return [];
   const [answered, warmUntil] = await Promise.all([
     ctx.idempotencyKey ? deps.store.get(keyName(ctx.idempotencyKey)) : Promise.resolve(null),
-    deps.store.get(warmName(ctx.shape.inn, purposeOf(ctx))),
+    deps.store.get(warmName(check.inn, check.purpose)),
   ]);
   if (answered !== null) return CHECK;
   if (warmUntil !== null && Number(warmUntil) > deps.clock.now()) return CHECK;
@@ -54,8 +52,8 @@ export function unspentBy(
 
 /** Remembers what an answer teaches about later checks: the key is answered, the data is fresh. */
 export async function learnFromAnswer(
-  ctx: RequestContext,
-  deps: PipelineDeps,
+  ctx: Call,
+  deps: Deps,
   res: Pick<UpstreamResponse, 'status' | 'body'>,
 ): Promise<void> {
   const route = ctx.route.name;
@@ -65,12 +63,7 @@ export async function learnFromAnswer(
     writes.push(deps.store.set(keyName(ctx.idempotencyKey), '1', KEY_TTL_MS));
   // The data became ready no earlier than the call started (create) or was last seen pending (poll).
   const readyFrom = route === 'check_create' ? ctx.startedAt : ctx.ticket?.pendingAt;
-  const subject =
-    route === 'check_create' && ctx.shape
-      ? { inn: ctx.shape.inn, purpose: purposeOf(ctx) }
-      : ctx.ticket
-        ? { inn: ctx.ticket.inn, purpose: ctx.ticket.purpose }
-        : null;
+  const subject = route === 'check_create' ? checkRequestOf(ctx) : (ctx.ticket ?? null);
   if (res.status === 200 && subject && readyFrom !== undefined && foundIn(res.body)) {
     const cost = deps.config.cost;
     const freshMs = (cost.windowSeconds - cost.safetyMarginSeconds) * 1000;
