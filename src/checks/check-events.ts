@@ -46,6 +46,7 @@ export function createCheckEvents(
   });
   const completion = new CheckCompletion({
     config,
+    store,
     clock,
     cache: deps.cache,
     windows: deps.windows,
