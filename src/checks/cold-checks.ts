@@ -1,6 +1,7 @@
 // Which POST /v1/check calls can start a cold check, the only ones the upstream's "two cold
 // fresh checks a minute" counts (docs/rate-limits.md "Cold checks"). Used by the upstreamCall
-// stage to spend the `check` rate class only where it must:
+// stage to spend the `check` rate class only where it must (and by a check's completion, which
+// records its data fresh: rememberFresh):
 // - before the call, a check known NOT to be cold skips the class (never waits in its queue):
 //   a replay of an Idempotency-Key the upstream already answered 2xx (it replays, or refuses a
 //   different body with idempotency_key_reused), or a company and purpose whose check data was
