@@ -20,6 +20,7 @@ import {
 } from './cache/cache-keys.ts';
 import type { Scope } from './config/schema.ts';
 import {
+  type CheckPurpose,
   checkBic,
   checkCheckBody,
   checkIdempotencyKey,
@@ -71,6 +72,11 @@ export interface ChargeShape {
   covered: WindowKind | null;
   /** The window a charge opens (checks open theirs when data is ready). */
   opens: WindowKind | null;
+  /**
+   * POST /v1/check: what the check collects, read from the body once (checkCheckBody); the price
+   * kind and the window above follow from it, and every later reader takes it from here.
+   */
+  purpose?: CheckPurpose;
 }
 
 export interface RouteSpec {
@@ -184,13 +190,15 @@ export const ROUTES = {
     scope: 'read:checks',
     limits: ['check', 'key'],
     charge: (c) => {
-      const b = c.body as { inn: string; purpose?: string };
-      const requisites = b.purpose === 'requisites';
+      // Computed after the body passed validation, so the value is there.
+      const { inn, purpose } = checkCheckBody(c.body).value!;
+      const requisites = purpose === 'requisites';
       return {
         kind: requisites ? 'requisites' : 'check',
-        inn: b.inn,
+        inn,
         covered: null,
         opens: requisites ? 'requisites' : 'dossier',
+        purpose,
       };
     },
     cache: null,

@@ -2,6 +2,8 @@
 // the upstream's webhook ingress (POST webhooks.path: signature verified, event stored, 2xx,
 // then processed), the persistent delivery queue to apps, and the gateway's own polls of checks
 // no webhook finished. Timers run on the injected clock; buildServer() starts and stops them.
+// Both finish checks through CheckCompletion, as the check stage does with its own (built from
+// the pipeline's deps, it queues without this worker's handle: check-stage.ts).
 //
 // Must never: answer 2xx to an event it did not verify and store, or log a secret.
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -46,6 +48,7 @@ export function createCheckEvents(
   });
   const completion = new CheckCompletion({
     config,
+    store,
     clock,
     cache: deps.cache,
     windows: deps.windows,

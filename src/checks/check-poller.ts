@@ -1,15 +1,15 @@
 // The gateway's own polls of checks still being collected, for when no webhook comes: once for
 // all apps that asked, not before the upstream's Retry-After (plus webhooks.pollGraceMs when the
 // upstream is expected to deliver events), under the name "_gateway" in the shared rate budget.
-// A 200 is a finished check (CheckCompletion: cache, window, tickets, deliveries); a 202 moves
-// the next poll to its Retry-After. A lock per check keeps replicas from polling it together.
+// A 200 is a finished check (CheckCompletion.complete, as for every other way the gateway learns
+// of one); a 202 moves the next poll to its Retry-After. A lock per check keeps replicas from
+// polling it together.
 //
 // Must never: poll a check before its Retry-After, or on real timers.
-import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { StateStore } from '../store/store.ts';
 import type { GovernedUpstream } from '../upstream/governed-upstream.ts';
-import type { CheckCompletion } from './check-completion.ts';
+import { type CheckCompletion, eventOfResult } from './check-completion.ts';
 import type { CheckTickets } from './check-tickets.ts';
 
 export interface PollerOptions {
@@ -50,17 +50,11 @@ export class CheckPoller {
         if (res.status === 202) {
           await tickets.stillPending(fresh, clock.now(), res.headers['retry-after']);
         } else if (res.status === 200 && !fresh.ready) {
-          const parsed = JSON.parse(res.body.toString('utf8')) as { found?: unknown; requisites?: unknown };
-          const found = parsed.found !== false;
-          const result =
-            fresh.purpose === 'dossier' ? { dossier: parsed } : { requisites: parsed.requisites };
+          const event = eventOfResult(fresh, res.body);
+          // Polled again at the next look: a body the gateway cannot read tells apps nothing.
+          if (!event) throw new Error(`check ${id}: the 200 body is not a JSON object`);
           await this.options.completion.complete({
-            event: {
-              id: randomUUID(),
-              event: 'check.completed',
-              created_at: new Date(fresh.pendingAt).toISOString(),
-              data: { check_id: id, inn: fresh.inn, found, ...result },
-            },
+            event,
             result: res.body,
             // Ready no earlier than the last time it was seen collecting.
             readyAt: fresh.pendingAt,

@@ -1,69 +1,107 @@
-// Stage: what checks mean to the gateway (DESIGN.md "Checks and webhooks").
+// Stage: what checks mean to a proxied request (DESIGN.md "Checks and webhooks"). The stage list
+// (pipeline/index.ts) points here; the check logic it calls is beside it in checks/.
 // - Polls: a check belongs to the apps that asked for it. Any other app, and any id the gateway
 //   never handed out, gets 404 as if the check did not exist (the upstream would serve any
 //   check of the shared account). Ids compare in lower case, as the upstream's do.
+// - Polls earlier than the upstream's Retry-After are answered here (202, the ticket, a
+//   Retry-After saying when to poll again): no upstream call. Finished checks are cache hits.
+// - After a poll: a 202 moves the ticket's "still collecting at" mark; a 200 is a finished check,
+//   handed to CheckCompletion.complete() like the upstream's event and the gateway's own poll
+//   (window from that mark, ticket ready, events for the owners that subscribed). This stage has
+//   no handle on the replica's delivery worker: its events go out at the worker's next look
+//   (webhooks.workerIntervalMs).
 // - Creation: while a check of the same company and purpose is still being collected, another
 //   app asking for it joins that check (202 with the same ticket, charged 0) instead of paying
 //   for a second one. A 202 records the ticket for its app.
-// - After a poll: a 202 moves the ticket's "still collecting at" mark; a 200 opens the coverage
-//   window from that mark (the data became ready no earlier) and stops offering the check.
-// - Polls earlier than the upstream's Retry-After are answered here (202, the ticket, a
-//   Retry-After saying when to poll again): no upstream call. Finished checks are cache hits.
 // - URLs in a ticket name the gateway (server.publicUrl, else the address this app used), never
 //   the upstream; each app's address is kept for that app's own webhooks (check-tickets.ts).
-// Must never: answer a poll from another app's ticket, or open a window later than the data.
+// Must never: answer a poll from another app's ticket, open a window later than the data, or
+// read the request body (the purpose comes validated: check-request.ts).
+import type { GatewayConfig } from '../config/schema.ts';
+import type { RequestContext } from '../pipeline/context.ts';
+import type { PipelineDeps } from '../pipeline/deps.ts';
 import type { Answer, Outcome } from '../pipeline/outcome.ts';
 import { isRefusal } from '../pipeline/outcome.ts';
 import { refuse } from '../pipeline/refusals.ts';
-import type { StageFactory } from '../pipeline/stage.ts';
+import type { Next, StageFactory } from '../pipeline/stage.ts';
+import { CheckCompletion, eventOfResult } from './check-completion.ts';
+import { type CheckRequest, checkRequestOf } from './check-request.ts';
 import { type CheckTicket, canonicalCheckId, retryAfterMs } from './check-tickets.ts';
 import { publicBase, toGatewayUrls, upstreamOrigin } from './gateway-urls.ts';
+import { storedDeliveryQueue } from './webhook-deliveries.ts';
 
-export const checks: StageFactory = (deps) => async (ctx, next) => {
-  const app = ctx.app?.name;
-  if (!app) return next();
-  const base = () => publicBase(deps.config, ctx.headers);
-  const withGatewayUrls = (out: Answer): Answer =>
-    out.headers['content-encoding']
-      ? out
-      : {
-          ...out,
-          body: Buffer.from(toGatewayUrls(out.body.toString('utf8'), upstreamOrigin(deps.config), base())),
-        };
-  if (ctx.route.name === 'check_poll') {
-    const id = canonicalCheckId(ctx.call.params.uuid!);
-    const ticket = await deps.tickets.get(id);
-    if (!ticket || !(await deps.tickets.allows(id, app))) return refuse('not_found', {}, 'No such check');
-    ctx.ticket = ticket;
-    const now = deps.clock.now();
-    if (!ticket.ready && ticket.ticketBody && ticket.nextPollAt !== undefined && now < ticket.nextPollAt) {
-      // Earlier than the upstream's Retry-After: it would only say "still collecting".
-      ctx.cache = 'HIT';
-      ctx.chargedMinor = 0;
-      return localTicket(ticket, Math.ceil((ticket.nextPollAt - now) / 1000), base());
-    }
-    const out = await next();
-    if (isRefusal(out) || ctx.cache === 'HIT' || ctx.cache === 'STALE') return out;
-    if (out.status === 202) {
-      await deps.tickets.stillPending(ticket, deps.clock.now(), out.headers['retry-after']);
-      return withGatewayUrls(out);
-    } else if (out.status === 200) {
-      const kind = ticket.purpose === 'requisites' ? 'requisites' : 'dossier';
-      // A requisites check also ends an open dossier window (the spec's window table).
-      const opening = kind === 'requisites' ? 'requisites_check' : 'dossier';
-      const windows = await deps.windows.open(ticket.inn, opening, ticket.pendingAt);
-      const expiry = deps.windows.expiry(windows, kind);
-      if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
-      if (!ticket.ready) await deps.tickets.markReady(ticket);
-    }
-    return out;
+export const checks: StageFactory = (deps) => {
+  const completion = new CheckCompletion({
+    config: deps.config,
+    store: deps.store,
+    clock: deps.clock,
+    cache: deps.cache,
+    windows: deps.windows,
+    tickets: deps.tickets,
+    deliveries: storedDeliveryQueue(deps.store, deps.clock),
+  });
+  return async (ctx, next) => {
+    const app = ctx.app?.name;
+    if (!app) return next();
+    if (ctx.route.name === 'check_poll') return poll(ctx, next, app, deps, completion);
+    const check = checkRequestOf(ctx);
+    return check ? create(ctx, next, app, check, deps) : next();
+  };
+};
+
+async function poll(
+  ctx: RequestContext,
+  next: Next,
+  app: string,
+  deps: PipelineDeps,
+  completion: CheckCompletion,
+): Promise<Outcome> {
+  const id = canonicalCheckId(ctx.call.params.uuid!);
+  const ticket = await deps.tickets.get(id);
+  if (!ticket || !(await deps.tickets.allows(id, app))) return refuse('not_found', {}, 'No such check');
+  ctx.ticket = ticket;
+  const base = publicBase(deps.config, ctx.headers);
+  const now = deps.clock.now();
+  if (!ticket.ready && ticket.ticketBody && ticket.nextPollAt !== undefined && now < ticket.nextPollAt) {
+    // Earlier than the upstream's Retry-After: it would only say "still collecting".
+    ctx.cache = 'HIT';
+    ctx.chargedMinor = 0;
+    return localTicket(ticket, Math.ceil((ticket.nextPollAt - now) / 1000), base);
   }
-  if (ctx.route.name !== 'check_create' || ctx.shape === null) return next();
-  const purpose = (ctx.call.body as { purpose?: string }).purpose === 'requisites' ? 'requisites' : 'dossier';
-  const inn = ctx.shape.inn;
-  const pending = await deps.tickets.pendingFor(inn, purpose);
+  const out = await next();
+  if (isRefusal(out) || ctx.cache === 'HIT' || ctx.cache === 'STALE') return out;
+  if (out.status === 202) {
+    await deps.tickets.stillPending(ticket, deps.clock.now(), out.headers['retry-after']);
+    return withGatewayUrls(out, deps.config, base);
+  }
+  if (out.status !== 200) return out;
+  // A body the gateway cannot read is left to its own poller (which then retries it).
+  const event = eventOfResult(ticket, out.body);
+  if (!event) return out;
+  // The data became ready no earlier than the check was last seen collecting. No fallback base:
+  // this app's address is recorded for its own events and must never name another's (issue 31).
+  const { windows } = await completion.complete({
+    event,
+    result: out.body,
+    readyAt: ticket.pendingAt,
+    base: '',
+  });
+  const expiry = windows ? deps.windows.expiry(windows, ticket.purpose) : 0;
+  if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
+  return out;
+}
+
+async function create(
+  ctx: RequestContext,
+  next: Next,
+  app: string,
+  check: CheckRequest,
+  deps: PipelineDeps,
+): Promise<Outcome> {
+  const base = publicBase(deps.config, ctx.headers);
+  const pending = await deps.tickets.pendingFor(check.inn, check.purpose);
   if (pending?.ticketBody) {
-    await deps.tickets.join(pending.checkId, app, base());
+    await deps.tickets.join(pending.checkId, app, base);
     ctx.chargedMinor = 0;
     ctx.cache = 'COALESCED';
     return {
@@ -72,34 +110,43 @@ export const checks: StageFactory = (deps) => async (ctx, next) => {
         'content-type': 'application/json; charset=utf-8',
         ...(pending.retryAfter ? { 'retry-after': pending.retryAfter } : {}),
       },
-      body: Buffer.from(toGatewayUrls(pending.ticketBody, upstreamOrigin(deps.config), base())),
+      body: Buffer.from(toGatewayUrls(pending.ticketBody, upstreamOrigin(deps.config), base)),
     };
   }
-  const out: Outcome = await next();
+  const out = await next();
   if (isRefusal(out) || out.status !== 202) return out;
   const checkId = checkIdOf(out.body);
   if (!checkId) return out;
   if (ctx.cache === 'COALESCED') {
     // A follower of a concurrent identical creation: the leader recorded the ticket.
-    await deps.tickets.join(checkId, app, base());
-    return withGatewayUrls(out);
+    await deps.tickets.join(checkId, app, base);
+    return withGatewayUrls(out, deps.config, base);
   }
   const now = deps.clock.now();
   await deps.tickets.put(
     {
       checkId,
       app,
-      inn,
-      purpose,
+      inn: check.inn,
+      purpose: check.purpose,
       pendingAt: now,
       ticketBody: out.body.toString('utf8'),
       retryAfter: out.headers['retry-after'],
       nextPollAt: now + retryAfterMs(out.headers['retry-after']),
     },
-    base(),
+    base,
   );
-  return withGatewayUrls(out);
-};
+  return withGatewayUrls(out, deps.config, base);
+}
+
+/** The upstream's answer with its URLs naming the gateway (a compressed body is left as it is). */
+function withGatewayUrls(out: Answer, config: GatewayConfig, base: string): Answer {
+  if (out.headers['content-encoding']) return out;
+  return {
+    ...out,
+    body: Buffer.from(toGatewayUrls(out.body.toString('utf8'), upstreamOrigin(config), base)),
+  };
+}
 
 /** The ticket's 202 as the gateway answers an early poll: when to poll again, URLs to the gateway. */
 function localTicket(ticket: CheckTicket, retryAfterSeconds: number, base: string): Answer {

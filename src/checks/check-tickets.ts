@@ -10,6 +10,9 @@
 // (when server.publicUrl is unset), so an event delivered to an app names the address the app
 // itself used: what one app sent never reaches another (issue 31: an app could place a host in
 // every joiner's signed webhook when the ticket kept the creator's Host).
+//
+// Must never: let an app that did not ask for a check count as its owner, give one app's address
+// for another app's URLs, or offer a check already seen ready as a pending one to join.
 import { getAll } from '../store/state-store.ts';
 import type { StateStore } from '../store/store.ts';
 

@@ -6,7 +6,9 @@
 // redirects not followed. A per-record lock keeps two replicas from sending the same attempt.
 // Attempts run side by side: an app whose endpoint hangs until the timeout holds up only its
 // own deliveries (it used to hold up every other app's, and the next look, for up to 10 s).
-// Every wait is on the injected clock.
+// Every wait is on the injected clock. Events are queued by CheckCompletion: through this worker
+// (sent at once), or from the check stage, which has no handle on it, through
+// storedDeliveryQueue() (written only; sent at the next look of any replica's worker).
 //
 // What is due is found without reading the records. A record kept 7 days and carries the whole
 // event (a dossier: ~100 KB), and the worker looks every second on every replica; it used to
@@ -105,7 +107,56 @@ const parseMarker = (value: string) => {
   return { head, createdAt: at < 0 ? 0 : Number(value.slice(at + 1)) || 0 };
 };
 
-export class WebhookDeliveries {
+/** One app's copy of an event, as it is queued. */
+export interface QueuedEvent {
+  checkId: string;
+  app: string;
+  url: string;
+  event: { id: string; event: string };
+  /** The body as the app receives it (signed as these exact bytes). */
+  body: string;
+}
+
+/** Where check-completion.ts queues events for apps; false when the check was queued for the app. */
+export interface DeliveryQueue {
+  enqueue(input: QueuedEvent): Promise<boolean>;
+}
+
+/**
+ * Writes the delivery record (and its due marker first: a record is never without one); false
+ * when this check was already queued for the app. A marker already there (queued before) keeps
+ * its time; a record already done gets one that its first run clears.
+ */
+async function queueDelivery(store: StateStore, clock: Clock, input: QueuedEvent): Promise<boolean> {
+  const now = clock.now();
+  const record: DeliveryRecord = {
+    checkId: input.checkId,
+    app: input.app,
+    url: input.url,
+    eventId: input.event.id,
+    event: input.event.event,
+    body: input.body,
+    delivery: randomUUID(),
+    state: 'pending',
+    attempts: [],
+    nextAt: now,
+    createdAt: now,
+  };
+  const id = `${input.checkId}:${input.app}`;
+  await store.setIfAbsent(DUE + id, markerValue(now, now), RECORD_TTL_MS);
+  return store.setIfAbsent(recordKey(input.checkId, input.app), JSON.stringify(record), RECORD_TTL_MS);
+}
+
+/**
+ * A queue that only writes: the event goes out at the next look of any replica's worker (within
+ * webhooks.workerIntervalMs), not at once. For code that has no handle on this replica's worker:
+ * the check stage, which is built from the pipeline's deps.
+ */
+export function storedDeliveryQueue(store: StateStore, clock: Clock): DeliveryQueue {
+  return { enqueue: (input) => queueDelivery(store, clock, input) };
+}
+
+export class WebhookDeliveries implements DeliveryQueue {
   /** The listing going on, if any: it resolves with the attempts it found due. */
   private listing: Promise<Promise<void>[]> | null = null;
   /** Attempts under way in this process, by `<check>:<app>` (each under the record's lock). */
@@ -118,38 +169,9 @@ export class WebhookDeliveries {
 
   constructor(private readonly options: DeliveryOptions) {}
 
-  /** Queues the event for one app; false when this check was already queued for it. */
-  async enqueue(input: {
-    checkId: string;
-    app: string;
-    url: string;
-    event: { id: string; event: string };
-    body: string;
-  }): Promise<boolean> {
-    const { store, clock } = this.options;
-    const now = clock.now();
-    const record: DeliveryRecord = {
-      checkId: input.checkId,
-      app: input.app,
-      url: input.url,
-      eventId: input.event.id,
-      event: input.event.event,
-      body: input.body,
-      delivery: randomUUID(),
-      state: 'pending',
-      attempts: [],
-      nextAt: now,
-      createdAt: now,
-    };
-    const id = `${input.checkId}:${input.app}`;
-    // The marker first: a record is never without one. A marker already there (this check was
-    // queued before) keeps its time; a record already done gets one that its first run clears.
-    await store.setIfAbsent(DUE + id, markerValue(now, now), RECORD_TTL_MS);
-    const added = await store.setIfAbsent(
-      recordKey(input.checkId, input.app),
-      JSON.stringify(record),
-      RECORD_TTL_MS,
-    );
+  /** Queues the event for one app and starts sending it; false when the check was queued for it. */
+  async enqueue(input: QueuedEvent): Promise<boolean> {
+    const added = await queueDelivery(this.options.store, this.options.clock, input);
     if (added) this.kick();
     return added;
   }

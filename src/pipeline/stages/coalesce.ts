@@ -4,6 +4,7 @@
 // check stage then lets every follower's app poll it). A follower is charged 0. A refusal meant
 // for the leader's app alone (its budget, its rate cap) is not shared: the followers go on
 // again together, one of them leading the next call.
+import { checkRequestOf } from '../../checks/check-request.ts';
 import { normalizedTarget } from '../../cost/idempotency-keys.ts';
 import { now } from '../../ops/tracing.ts';
 import type { RequestContext } from '../context.ts';
@@ -63,10 +64,7 @@ export const coalesce: StageFactory = (deps) => {
 
 function coalesceKey(ctx: RequestContext): string | null {
   if (ctx.route.method === 'GET') return `${ctx.route.name}:${normalizedTarget(ctx.pathAndQuery)}`;
-  if (ctx.route.name === 'check_create' && ctx.shape) {
-    const purpose =
-      (ctx.call.body as { purpose?: string }).purpose === 'requisites' ? 'requisites' : 'dossier';
-    return `check_create:${ctx.shape.inn}:${purpose}`;
-  }
+  const check = checkRequestOf(ctx);
+  if (check) return `check_create:${check.inn}:${check.purpose}`;
   return null;
 }

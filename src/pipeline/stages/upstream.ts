@@ -5,7 +5,8 @@
 // time is 429 rate_limited (a value) and never reaches the upstream; time spent queued does not
 // eat into the upstream timeout. Transport failures are thrown as UpstreamFailure for the retry
 // stage; a caller gone while queued is thrown as ClientGone. A POST /v1/check spends the `check`
-// class only when it can start a cold check (cold-checks.ts).
+// class only when it can start a cold check (checks/cold-checks.ts).
+import { knownNotCold, learnFromAnswer, unspentBy } from '../../checks/cold-checks.ts';
 import { publicBase } from '../../checks/gateway-urls.ts';
 import type { GatewayConfig } from '../../config/schema.ts';
 import { gatewayOpenApi } from '../../openapi/gateway-openapi.ts';
@@ -15,7 +16,6 @@ import { UpstreamFailure } from '../../upstream/upstream-client.ts';
 import type { Answer } from '../outcome.ts';
 import { rateLimited } from '../refusals.ts';
 import type { Stage, StageFactory } from '../stage.ts';
-import { knownNotCold, learnFromAnswer, unspentBy } from './cold-checks.ts';
 
 export class ClientGone extends Error {
   constructor() {

@@ -1,6 +1,7 @@
 // Which POST /v1/check calls can start a cold check, the only ones the upstream's "two cold
 // fresh checks a minute" counts (docs/rate-limits.md "Cold checks"). Used by the upstreamCall
-// stage to spend the `check` rate class only where it must:
+// stage to spend the `check` rate class only where it must (and by a check's completion, which
+// records its data fresh: rememberFresh):
 // - before the call, a check known NOT to be cold skips the class (never waits in its queue):
 //   a replay of an Idempotency-Key the upstream already answered 2xx (it replays, or refuses a
 //   different body with idempotency_key_reused), or a company and purpose whose check data was
@@ -11,10 +12,13 @@
 //   (`Idempotent-Replayed: true`).
 // Must never: skip or refund the `key` class (every call spends it), or call a check warm from a
 // dossier read (only a finished check makes the upstream's data fresh).
-import type { LimitClassName } from '../../limits/index.ts';
-import type { UpstreamResponse } from '../../upstream/upstream-client.ts';
-import type { RequestContext } from '../context.ts';
-import type { PipelineDeps } from '../deps.ts';
+import type { Clock } from '../clock.ts';
+import type { GatewayConfig } from '../config/schema.ts';
+import type { LimitClassName } from '../limits/index.ts';
+import type { RequestContext } from '../pipeline/context.ts';
+import type { StateStore } from '../store/store.ts';
+import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import { type CheckRequest, checkRequestOf } from './check-request.ts';
 
 const KEY_TTL_MS = 86_400_000; // the spec: an Idempotency-Key lives one day
 const CHECK: LimitClassName[] = ['check'];
@@ -22,20 +26,21 @@ const CHECK: LimitClassName[] = ['check'];
 const keyName = (idempotencyKey: string) => `check-answered:${idempotencyKey}`;
 const warmName = (inn: string, purpose: string) => `check-warm:${inn}:${purpose}`;
 
-type Purpose = 'dossier' | 'requisites';
-
-function purposeOf(ctx: RequestContext): Purpose {
-  return (ctx.call.body as { purpose?: string } | undefined)?.purpose === 'requisites'
-    ? 'requisites'
-    : 'dossier';
+/** What these functions read of a request and of the gateway: no more. */
+type Call = Pick<RequestContext, 'route' | 'shape' | 'idempotencyKey' | 'startedAt'>;
+export interface ColdCheckDeps {
+  store: Pick<StateStore, 'get' | 'set'>;
+  clock: Clock;
+  config: Pick<GatewayConfig, 'cost'>;
 }
 
 /** The classes a check_create call may skip before it is sent (empty for every other route). */
-export async function knownNotCold(ctx: RequestContext, deps: PipelineDeps): Promise<LimitClassName[]> {
-  if (ctx.route.name !== 'check_create' || !ctx.shape) return [];
+export async function knownNotCold(ctx: Call, deps: ColdCheckDeps): Promise<LimitClassName[]> {
+  const check = checkRequestOf(ctx);
+  if (!check) return [];
   const [answered, warmUntil] = await Promise.all([
     ctx.idempotencyKey ? deps.store.get(keyName(ctx.idempotencyKey)) : Promise.resolve(null),
-    deps.store.get(warmName(ctx.shape.inn, purposeOf(ctx))),
+    deps.store.get(warmName(check.inn, check.purpose)),
   ]);
   if (answered !== null) return CHECK;
   if (warmUntil !== null && Number(warmUntil) > deps.clock.now()) return CHECK;
@@ -52,38 +57,46 @@ export function unspentBy(
   return res.headers['idempotent-replayed'] === 'true' ? CHECK : [];
 }
 
-/** Remembers what an answer teaches about later checks: the key is answered, the data is fresh. */
+/**
+ * Remembers what a creation's answer teaches about later checks: the key is answered, and a 200
+ * that found the company is a check finished at once (its data is fresh from the call's start).
+ * A check finished later is remembered by its completion (check-completion.ts), whoever saw it.
+ */
 export async function learnFromAnswer(
-  ctx: RequestContext,
-  deps: PipelineDeps,
+  ctx: Call,
+  deps: ColdCheckDeps,
   res: Pick<UpstreamResponse, 'status' | 'body'>,
 ): Promise<void> {
-  const route = ctx.route.name;
-  if (route !== 'check_create' && route !== 'check_poll') return;
+  if (ctx.route.name !== 'check_create') return;
   const writes: Promise<void>[] = [];
-  if (route === 'check_create' && ctx.idempotencyKey && (res.status === 200 || res.status === 202))
+  if (ctx.idempotencyKey && (res.status === 200 || res.status === 202))
     writes.push(deps.store.set(keyName(ctx.idempotencyKey), '1', KEY_TTL_MS));
-  // The data became ready no earlier than the call started (create) or was last seen pending (poll).
-  const readyFrom = route === 'check_create' ? ctx.startedAt : ctx.ticket?.pendingAt;
-  const subject =
-    route === 'check_create' && ctx.shape
-      ? { inn: ctx.shape.inn, purpose: purposeOf(ctx) }
-      : ctx.ticket
-        ? { inn: ctx.ticket.inn, purpose: ctx.ticket.purpose }
-        : null;
-  if (res.status === 200 && subject && readyFrom !== undefined && foundIn(res.body)) {
-    const cost = deps.config.cost;
-    const freshMs = (cost.windowSeconds - cost.safetyMarginSeconds) * 1000;
-    const until = readyFrom + freshMs;
-    const ttl = until - deps.clock.now();
-    if (ttl > 0) {
-      writes.push(deps.store.set(warmName(subject.inn, subject.purpose), String(until), ttl));
-      // A dossier check also makes the company's requisites fresh (the upstream's rule).
-      if (subject.purpose === 'dossier')
-        writes.push(deps.store.set(warmName(subject.inn, 'requisites'), String(until), ttl));
-    }
-  }
+  const check = checkRequestOf(ctx);
+  if (res.status === 200 && check && ctx.startedAt !== undefined && foundIn(res.body))
+    writes.push(rememberFresh(deps, check, ctx.startedAt));
   await Promise.all(writes);
+}
+
+/**
+ * A check of this company and purpose found data ready at `readyFrom`: checks of it are not cold
+ * while the gateway assumes that data fresh (the window less the margin, from `readyFrom`).
+ */
+export async function rememberFresh(
+  deps: ColdCheckDeps,
+  check: CheckRequest,
+  readyFrom: number,
+): Promise<void> {
+  const cost = deps.config.cost;
+  const until = readyFrom + (cost.windowSeconds - cost.safetyMarginSeconds) * 1000;
+  const ttl = until - deps.clock.now();
+  if (ttl <= 0) return;
+  await Promise.all([
+    deps.store.set(warmName(check.inn, check.purpose), String(until), ttl),
+    // A dossier check also makes the company's requisites fresh (the upstream's rule).
+    ...(check.purpose === 'dossier'
+      ? [deps.store.set(warmName(check.inn, 'requisites'), String(until), ttl)]
+      : []),
+  ]);
 }
 
 /** true when a check's 200 body says the registers found the company (found: false stays cold). */
