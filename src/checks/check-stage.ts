@@ -30,7 +30,10 @@ import { type CheckTicket, canonicalCheckId, retryAfterMs } from './check-ticket
 import { publicBase, toGatewayUrls, upstreamOrigin } from './gateway-urls.ts';
 import { storedDeliveryQueue } from './webhook-deliveries.ts';
 
-export const checks: StageFactory = (deps) => {
+/** What this stage uses of PipelineDeps. */
+export type ChecksDeps = Pick<PipelineDeps, 'cache' | 'clock' | 'config' | 'store' | 'tickets' | 'windows'>;
+
+export const checks: StageFactory<ChecksDeps> = (deps) => {
   const completion = new CheckCompletion({
     config: deps.config,
     store: deps.store,
@@ -53,7 +56,7 @@ async function poll(
   ctx: RequestContext,
   next: Next,
   app: string,
-  deps: PipelineDeps,
+  deps: ChecksDeps,
   completion: CheckCompletion,
 ): Promise<Outcome> {
   const id = canonicalCheckId(ctx.call.params.uuid!);
@@ -96,7 +99,7 @@ async function create(
   next: Next,
   app: string,
   check: CheckRequest,
-  deps: PipelineDeps,
+  deps: ChecksDeps,
 ): Promise<Outcome> {
   const base = publicBase(deps.config, ctx.headers);
   const pending = await deps.tickets.pendingFor(check.inn, check.purpose);

@@ -8,7 +8,11 @@ import type { Outcome } from './outcome.ts';
 
 export type Next = () => Promise<Outcome>;
 export type Stage = (ctx: RequestContext, next: Next) => Promise<Outcome>;
-export type StageFactory = (deps: PipelineDeps) => Stage;
+/**
+ * A stage made from the dependencies it uses: each stage declares them as `D` (a Pick of
+ * PipelineDeps), so its reach reads from its signature; the list in index.ts passes them all.
+ */
+export type StageFactory<D = PipelineDeps> = (deps: D) => Stage;
 
 /** The stages as one function; the last stage's next() is a fault (the terminal stage must answer). */
 export function compose(stages: readonly Stage[]): (ctx: RequestContext) => Promise<Outcome> {

@@ -6,7 +6,10 @@ import type { PipelineDeps } from './deps.ts';
 
 export { retryStoreFaults };
 
-export function storeRetry(ctx: RequestContext, deps: PipelineDeps): StoreRetryOptions {
+/** What the store-fault retry uses of PipelineDeps. */
+export type StoreRetryDeps = Pick<PipelineDeps, 'clock' | 'random' | 'config' | 'logger'>;
+
+export function storeRetry(ctx: RequestContext, deps: StoreRetryDeps): StoreRetryOptions {
   return {
     clock: deps.clock,
     random: deps.random,

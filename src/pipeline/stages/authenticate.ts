@@ -1,10 +1,14 @@
 // Stage: who is calling. Resolves the bearer token to an app and checks the route's scope.
 // A refusal never reaches the upstream. Tokens are compared as SHA-256 hashes in constant time.
 import { bearerToken, matchToken } from '../../auth/tokens.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 
-export const authenticate: StageFactory = (deps) => async (ctx, next) => {
+/** What this stage uses of PipelineDeps. */
+export type AuthenticateDeps = Pick<PipelineDeps, 'config'>;
+
+export const authenticate: StageFactory<AuthenticateDeps> = (deps) => async (ctx, next) => {
   const { route } = ctx;
   if (route.scope === 'public') return next();
   const auth = ctx.headers.authorization;

@@ -11,12 +11,19 @@ import { estimateMinor } from '../../cost/estimate.ts';
 import { ApiError } from '../../errors.ts';
 import { endWithError } from '../../ops/tracing.ts';
 import { NotLeader } from '../../upstream/governed-upstream.ts';
+import type { PipelineDeps } from '../deps.ts';
 import type { Outcome } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 import { retryStoreFaults, storeRetry } from '../store-retry-options.ts';
 
-export const budget: StageFactory = (deps) => async (ctx, next) => {
+/** What this stage uses of PipelineDeps. */
+export type BudgetDeps = Pick<
+  PipelineDeps,
+  'budgets' | 'charges' | 'clock' | 'config' | 'logger' | 'outbox' | 'prices' | 'random'
+>;
+
+export const budget: StageFactory<BudgetDeps> = (deps) => async (ctx, next) => {
   if (ctx.shape === null || ctx.app === null || ctx.idempotencyKey === undefined) return next();
   const app = ctx.app.name;
   // Caps finance changed on another replica apply here too (BudgetGuard.refresh: memoized).

@@ -12,7 +12,10 @@ import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 
-export const cache: StageFactory = (deps) => {
+/** What this stage uses of PipelineDeps. */
+export type CacheDeps = Pick<PipelineDeps, 'cache' | 'clock' | 'logger' | 'windows'>;
+
+export const cache: StageFactory<CacheDeps> = (deps) => {
   const stage = async (
     ctx: RequestContext,
     next: () => Promise<Outcome>,
@@ -124,14 +127,14 @@ const DEFER_SAVE_MIN_WINDOW_MS = 1_000;
  * A read whose repetition costs nothing: a free route, or a read an open window covered that
  * cost nothing and whose window stays open (upstream, no margin) for at least a second more.
  */
-function freeRead(ctx: RequestContext, deps: PipelineDeps): boolean {
+function freeRead(ctx: RequestContext, deps: CacheDeps): boolean {
   if (ctx.route.charge === null) return true;
   const need = ctx.shape?.covered;
   if (ctx.covered !== true || ctx.chargedMinor !== 0 || !need || !ctx.windows) return false;
   return deps.windows.expiry(ctx.windows, need) - deps.clock.now() >= DEFER_SAVE_MIN_WINDOW_MS;
 }
 
-function served(ctx: RequestContext, deps: PipelineDeps, entry: CacheEntry, status: 'HIT' | 'STALE'): Answer {
+function served(ctx: RequestContext, deps: CacheDeps, entry: CacheEntry, status: 'HIT' | 'STALE'): Answer {
   const acceptEncoding = ctx.headers['accept-encoding'];
   const rendered = deps.cache.render(entry, acceptEncoding, status);
   ctx.cache = status;

@@ -4,11 +4,18 @@
 // record stage has recorded the window, so ten apps asking for a new company at once pay once.
 import { ChargeWaitTimeout } from '../../cost/charge-gate.ts';
 import { endWithError } from '../../ops/tracing.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { upstreamUnavailable } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 import { retryStoreFaults, storeRetry } from '../store-retry-options.ts';
 
-export const chargeGate: StageFactory = (deps) => async (ctx, next) => {
+/** What this stage uses of PipelineDeps. */
+export type ChargeGateDeps = Pick<
+  PipelineDeps,
+  'clock' | 'config' | 'gate' | 'logger' | 'metrics' | 'random'
+>;
+
+export const chargeGate: StageFactory<ChargeGateDeps> = (deps) => async (ctx, next) => {
   const need = ctx.shape?.covered ?? null;
   if (ctx.shape === null || need === null || ctx.app === null) return next();
   let gate: Awaited<ReturnType<typeof deps.gate.enter>>;

@@ -8,6 +8,7 @@ import { checkRequestOf } from '../../checks/check-request.ts';
 import { normalizedTarget } from '../../cost/idempotency-keys.ts';
 import { now } from '../../ops/tracing.ts';
 import type { RequestContext } from '../context.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
 
@@ -16,7 +17,10 @@ const PER_APP_REFUSALS = new Set(['budget_exceeded', 'rate_limited']);
 /** How many times followers of a leader refused for its own app go on together again. */
 const MAX_ROUNDS = 3;
 
-export const coalesce: StageFactory = (deps) => {
+/** What this stage uses of PipelineDeps. */
+export type CoalesceDeps = Pick<PipelineDeps, 'coalescer' | 'metrics'>;
+
+export const coalesce: StageFactory<CoalesceDeps> = (deps) => {
   const join = async (ctx: RequestContext, next: () => Promise<Outcome>, round: number): Promise<Outcome> => {
     const key = coalesceKey(ctx);
     if (key === null) return next();

@@ -25,6 +25,7 @@ import { type CacheEntry, NO_DIRECTIVES } from '../../cache/index.ts';
 import { compareSection, derivableMember, memberOf } from '../../cache/section-equivalence.ts';
 import { isSectionName, SECTION_NAMES, type SectionName } from '../../domain/requests.ts';
 import type { RequestContext } from '../context.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { type Answer, isRefusal } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
 
@@ -35,7 +36,13 @@ const PREFETCH_MAX_WAIT_MS = 1_000;
 /** The prefetch is skipped when fewer than this share of the key class's slots remain. */
 export const PREFETCH_RESERVE = 0.25;
 
-export const derive: StageFactory = (deps) => {
+/** What this stage uses of PipelineDeps. */
+export type DeriveDeps = Pick<
+  PipelineDeps,
+  'cache' | 'clock' | 'config' | 'logger' | 'metrics' | 'sections' | 'upstream' | 'windows'
+>;
+
+export const derive: StageFactory<DeriveDeps> = (deps) => {
   const sections = deps.sections;
   if (!sections) return (_ctx, next) => next();
   const windowMs = deps.windows.until(0);

@@ -9,11 +9,15 @@
 //   not_cached, and never an upstream call or a charge.
 import { publicBase } from '../../checks/gateway-urls.ts';
 import { snakeCaseKeys } from '../../json-case.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { type Answer, isRefusal } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 
-export const localAnswers: StageFactory = (deps) => async (ctx, next) => {
+/** What this stage uses of PipelineDeps. */
+export type LocalAnswersDeps = Pick<PipelineDeps, 'budgets' | 'clock' | 'config' | 'prices'>;
+
+export const localAnswers: StageFactory<LocalAnswersDeps> = (deps) => async (ctx, next) => {
   if (ctx.route.name === 'me') {
     let { me } = deps.prices.snapshot();
     if (!me) {

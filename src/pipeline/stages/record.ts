@@ -12,6 +12,7 @@
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
 import { endWithError } from '../../ops/tracing.ts';
 import { NotLeader, NotReady } from '../../upstream/governed-upstream.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
 import { ClientGone } from './upstream.ts';
@@ -26,7 +27,13 @@ function outcomeUnknown(out: Answer): boolean {
   return out.status >= 500 && out.headers['x-charged-minor'] === undefined;
 }
 
-export const record: StageFactory = (deps) => async (ctx, next) => {
+/** What this stage uses of PipelineDeps. */
+export type RecordDeps = Pick<
+  PipelineDeps,
+  'charges' | 'clock' | 'logger' | 'metrics' | 'prices' | 'windows'
+>;
+
+export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
   if (ctx.opened === undefined || ctx.shape === null || ctx.app === null) return next();
   let out: Outcome;
   try {

@@ -5,6 +5,7 @@
 // counted until the reconciler knows.
 import { neverSent } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { type Answer, isRefusal } from '../outcome.ts';
 import { upstreamUnavailable } from '../refusals.ts';
 import { errorCodeOf, retryDelay } from '../retry-policy.ts';
@@ -16,7 +17,10 @@ function provesNoCharge(out: Answer): boolean {
   return out.status === 503 && !(charged > 0) && errorCodeOf(out.body) === 'billing_unavailable';
 }
 
-export const retry: StageFactory = (deps) => async (ctx, next) => {
+/** What this stage uses of PipelineDeps. */
+export type RetryDeps = Pick<PipelineDeps, 'charges' | 'clock' | 'random'>;
+
+export const retry: StageFactory<RetryDeps> = (deps) => async (ctx, next) => {
   const safe = ctx.shape === null || ctx.idempotencyKey !== undefined;
   let last: Answer | null = null;
   let lastFailure: UpstreamFailure | null = null;

@@ -13,6 +13,7 @@ import { gatewayOpenApi } from '../../openapi/gateway-openapi.ts';
 import { endWithError, passTraceHeaders } from '../../ops/tracing.ts';
 import { allTrue, NotLeader, NotReady, QueueRefusal } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
+import type { PipelineDeps } from '../deps.ts';
 import type { Answer } from '../outcome.ts';
 import { rateLimited } from '../refusals.ts';
 import type { Stage, StageFactory } from '../stage.ts';
@@ -27,7 +28,10 @@ export class ClientGone extends Error {
 /** The route is charged: keep going when the client leaves (the money is spent either way). */
 const survivesClient = (ctx: Parameters<Stage>[0]) => ctx.shape !== null;
 
-export const upstreamCall: StageFactory = (deps) => async (ctx) => {
+/** What this stage uses of PipelineDeps. */
+export type UpstreamCallDeps = Pick<PipelineDeps, 'clock' | 'config' | 'logger' | 'store' | 'upstream'>;
+
+export const upstreamCall: StageFactory<UpstreamCallDeps> = (deps) => async (ctx) => {
   const attempt = ctx.attempt ?? 0;
   const headers: Record<string, string> = { accept: 'application/json' };
   if (ctx.idempotencyKey) headers['idempotency-key'] = ctx.idempotencyKey;

@@ -7,13 +7,17 @@
 import { cachePolicy } from '../../cache/cache-keys.ts';
 import { parseCacheControl } from '../../cache/index.ts';
 import { chargeShape } from '../../cost/estimate.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { invalid, refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 
 /** Longest accepted X-Max-Wait-Ms: beyond it a caller should not hold a connection open. */
 export const MAX_WAIT_LIMIT_MS = 600_000;
 
-export const validate: StageFactory = (deps) => async (ctx, next) => {
+/** What this stage uses of PipelineDeps. */
+export type ValidateDeps = Pick<PipelineDeps, 'clock' | 'config' | 'upstream'>;
+
+export const validate: StageFactory<ValidateDeps> = (deps) => async (ctx, next) => {
   const verdict = ctx.route.validate(ctx.call);
   if (!verdict.ok)
     return verdict.kind === 'not_found'
