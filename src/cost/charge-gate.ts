@@ -4,6 +4,10 @@
 // too. A dossier charge covers requisites; a requisites charge covers only requisites.
 // The lock is a short lease renewed while its call runs (not sized by any caller's wait), so a
 // replica that dies mid-call blocks the company for at most one lease.
+// A store fault during enter() is the caller's to retry (a failover is waited out: store-retry.ts)
+// with the same owner: a lock an earlier try took (its reply lost, or a fault on the window read
+// after it, which gives it back when the store still answers) is found to be its own, not waited
+// out for a whole lease (seen through a Redis Cluster failover: a paid read held 10 s by itself).
 // Never lets a waiter make a second paid call for what an in-flight call will pay for.
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
@@ -20,6 +24,12 @@ export class ChargeWaitTimeout extends Error {
     super(`a charged call for ${inn} is still in flight`);
     this.name = 'ChargeWaitTimeout';
   }
+}
+
+/** Who enters: the lock's owner, the same on every try of one request; retry from the second. */
+export interface GateAttempt {
+  owner: string;
+  retry: boolean;
 }
 
 export interface ChargeGateOptions {
@@ -47,6 +57,8 @@ export class ChargeGate {
    * Resolves when the call may go: free (an open window covers it) or charged (this caller
    * now holds the company's lock and must call release() once the window is recorded).
    * `known`: the windows the caller has just read (the first look then costs no store read).
+   * `attempt`: a caller that tries again after a store fault passes the same owner, with retry
+   * set (a lock its earlier try took is then its own at once).
    */
   async enter(
     inn: string,
@@ -54,10 +66,13 @@ export class ChargeGate {
     deadline: number,
     signal?: AbortSignal,
     known?: CompanyWindows,
+    attempt: GateAttempt = { owner: randomUUID(), retry: false },
   ): Promise<GateResult> {
     const { store, windows, clock } = this.options;
-    const owner = randomUUID();
+    const owner = attempt.owner;
     let fresh = known;
+    // Only an earlier try can have left the lock this owner's: asked once, not on every poll.
+    let mineAsked = !attempt.retry;
     for (;;) {
       const current = fresh ?? (await windows.get(inn));
       fresh = undefined;
@@ -65,8 +80,21 @@ export class ChargeGate {
       const blockedByDossier = need === 'requisites' && (await store.get(lockKey(inn, 'dossier'))) !== null;
       const leaseMs = this.options.leaseMs ?? 10_000;
       const key = lockKey(inn, need);
-      if (!blockedByDossier && (await store.acquireLock(key, owner, leaseMs))) {
-        const again = await windows.get(inn);
+      let taken = !blockedByDossier && (await store.acquireLock(key, owner, leaseMs));
+      if (!taken && !blockedByDossier && !mineAsked) {
+        mineAsked = true;
+        // Compare-and-extend: true only when the lock holds this owner (an earlier try's).
+        taken = await store.renewLock(key, owner, leaseMs);
+      }
+      if (taken) {
+        let again: CompanyWindows;
+        try {
+          again = await windows.get(inn);
+        } catch (err) {
+          // Given back while the store still answers (else the retry finds it its own).
+          await this.unlock(inn, need, owner).catch(() => {});
+          throw err;
+        }
         if (windows.covers(again, need)) {
           await this.unlock(inn, need, owner);
           return { charged: false, windows: again };

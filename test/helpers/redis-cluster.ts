@@ -1,7 +1,8 @@
 // A private Redis Cluster for tests: three masters (and one replica each) as local redis-server
 // processes on free ports, joined with `redis-cli --cluster create`, torn down (processes and
 // their temporary directory) by stop(). Node timeout 1 s, so a replica takes over from a dead or
-// handed-over master within a few seconds. Without redis-server/redis-cli the tests are skipped
+// handed-over master within a few seconds: failover() hands a slot over politely (CLUSTER
+// FAILOVER), killMaster() SIGKILLs its master and promoted() waits for the replica's election. Without redis-server/redis-cli the tests are skipped
 // with a loud notice, unless REQUIRE_REDIS=1, where that fails the run.
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -27,6 +28,16 @@ export interface TestCluster {
    * until the replica is master and every node agrees. Answers the old and new master's ports.
    */
   failover(key: string): Promise<{ from: number; to: number }>;
+  /**
+   * SIGKILLs the master serving `key`'s slot (no hand-over: the cluster must notice, mark it
+   * failed after the node timeout and elect its replica). Answers its port once it has exited.
+   */
+  killMaster(key: string): Promise<number>;
+  /**
+   * Waits until `key`'s slot is served by a master other than `from`, every live node agrees and
+   * reports cluster_state:ok. Answers the new master's port.
+   */
+  promoted(key: string, from: number, timeoutMs?: number): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -77,6 +88,17 @@ export async function startTestCluster(options: { replicas?: boolean } = {}): Pr
   const dir = mkdtempSync(join(tmpdir(), 'cpgw-cluster-'));
   const ports: number[] = [];
   const children: ChildProcess[] = [];
+  const childOf = new Map<number, ChildProcess>();
+  const alive = (port: number) => {
+    const child = childOf.get(port);
+    return child !== undefined && child.exitCode === null && child.signalCode === null;
+  };
+  /** A node to ask about the cluster: the first one still running. */
+  const anyLive = () => {
+    const port = ports.find(alive);
+    if (port === undefined) throw new Error('Redis cluster: no node is running');
+    return port;
+  };
   const stop = async () => {
     await Promise.all(
       children.map(async (child) => {
@@ -120,6 +142,7 @@ export async function startTestCluster(options: { replicas?: boolean } = {}): Pr
         { stdio: 'ignore' },
       );
       children.push(child);
+      childOf.set(port, child);
     }
     for (const port of ports)
       await until(`node ${port} up`, () => withNode(port, async (c) => (await c.ping()) === 'PONG'));
@@ -151,7 +174,7 @@ export async function startTestCluster(options: { replicas?: boolean } = {}): Pr
   const slotsOf = async (): Promise<
     Array<{ from: number; to: number; master: number; replicas: number[] }>
   > => {
-    const raw = (await withNode(ports[0]!, (c) => c.call('CLUSTER', 'SLOTS'))) as Array<
+    const raw = (await withNode(anyLive(), (c) => c.call('CLUSTER', 'SLOTS'))) as Array<
       [number, number, [string, number], ...Array<[string, number]>]
     >;
     return raw.map(([from, to, master, ...replicas]) => ({
@@ -162,7 +185,7 @@ export async function startTestCluster(options: { replicas?: boolean } = {}): Pr
     }));
   };
   const slotOf = (key: string) =>
-    withNode(ports[0]!, (c) => c.call('CLUSTER', 'KEYSLOT', key)) as Promise<number>;
+    withNode(anyLive(), (c) => c.call('CLUSTER', 'KEYSLOT', key)) as Promise<number>;
   const rangeOf = async (key: string) => {
     const slot = await slotOf(key);
     const range = (await slotsOf()).find((r) => r.from <= slot && slot <= r.to);
@@ -217,6 +240,44 @@ export async function startTestCluster(options: { replicas?: boolean } = {}): Pr
         return true;
       });
       return { from: range.master, to };
+    },
+    killMaster: async (key) => {
+      const range = await rangeOf(key);
+      if (!options.replicas || range.replicas.length === 0)
+        throw new Error(`slot of ${key} has no replica to take over (startTestCluster({ replicas: true }))`);
+      await until('the replica in sync before the kill', async () =>
+        (await info(range.replicas[0]!, 'replication')).includes('master_link_status:up'),
+      );
+      const child = childOf.get(range.master)!;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+      return range.master;
+    },
+    promoted: async (key, from, timeoutMs = 20_000) => {
+      const slot = await slotOf(key);
+      let to = 0;
+      await until(
+        `a replica promoted for slot ${slot}`,
+        async () => {
+          const seen = new Set<number>();
+          for (const port of ports.filter(alive)) {
+            if (!(await info(port, 'cluster')).includes('cluster_state:ok')) return false;
+            const slots = (await withNode(port, (c) => c.call('CLUSTER', 'SLOTS'))) as Array<
+              [number, number, [string, number]]
+            >;
+            const served = slots.find(([a, b]) => a <= slot && slot <= b);
+            if (!served) return false;
+            seen.add(Number(served[2][1]));
+          }
+          const [master] = [...seen];
+          if (seen.size !== 1 || master === from) return false;
+          to = master!;
+          return true;
+        },
+        timeoutMs,
+      );
+      return to;
     },
     stop,
   };

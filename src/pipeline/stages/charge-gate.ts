@@ -2,6 +2,7 @@
 // INN is in flight, a call that the window it opens will cover waits for it (bounded by its
 // deadline) and then goes free. The caller that goes on holds the company's lock until the
 // record stage has recorded the window, so ten apps asking for a new company at once pay once.
+import { randomUUID } from 'node:crypto';
 import { ChargeWaitTimeout } from '../../cost/charge-gate.ts';
 import { endWithError } from '../../ops/tracing.ts';
 import type { PipelineDeps } from '../deps.ts';
@@ -23,8 +24,14 @@ export const chargeGate: StageFactory<ChargeGateDeps> = (deps) => async (ctx, ne
   try {
     // The cache stage has just read the windows: the gate's first look reuses them.
     const shape = ctx.shape;
+    // One owner for every try: a lock an earlier try took before a store fault is this request's.
+    const attempt = { owner: randomUUID(), retry: false };
     gate = await retryStoreFaults(
-      () => deps.gate.enter(shape.inn, need, ctx.deadline, ctx.signal, ctx.windows),
+      () => {
+        const entered = deps.gate.enter(shape.inn, need, ctx.deadline, ctx.signal, ctx.windows, attempt);
+        attempt.retry = true;
+        return entered;
+      },
       storeRetry(ctx, deps),
     );
   } catch (err) {
