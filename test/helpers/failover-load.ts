@@ -227,7 +227,7 @@ export async function compareLedgers(
 ): Promise<LedgerCompare> {
   const admin = { authorization: `Bearer ${h.adminToken}` };
   type Page = {
-    entries: Array<{ inn: string; amountMinor: number }>;
+    entries: Array<{ inn: string; amount_minor: number }>;
     pending: unknown[];
     outbox: number;
     next_cursor: string | null;
@@ -269,7 +269,7 @@ export async function compareLedgers(
     missing: [...theirCount.keys()].filter((inn) => myCount.get(inn) !== theirCount.get(inn)),
     extra: [...myCount.keys()].filter((inn) => !theirCount.has(inn)),
     upstreamMinor: theirs.reduce((s, e) => s + e.amount_minor, 0),
-    gatewayMinor: mine.reduce((s, e) => s + e.amountMinor, 0),
+    gatewayMinor: mine.reduce((s, e) => s + e.amount_minor, 0),
     toldMinor: samples.filter((s) => wanted.has(s.inn)).reduce((s, x) => s + x.chargedMinor, 0),
     pending,
     outbox,

@@ -38,7 +38,7 @@ const LISTENING = /listening on (http:\/\/[^\s)]+)/;
 interface AdminLedger {
   count: number;
   total_minor: number;
-  entries: Array<{ inn: string; amountMinor: number; idempotencyKey: string; reconciled?: boolean }>;
+  entries: Array<{ inn: string; amount_minor: number; idempotency_key: string; reconciled?: boolean }>;
   pending: unknown[];
 }
 interface EmulatorLedger {
@@ -256,7 +256,7 @@ maybe('one replica 45 s ahead under libfaketime, money on PostgreSQL', () => {
     expect(r.calls[0]!.idempotency_key).toBe(r.truth.entries[0]?.idempotency_key);
     expect(r.truth.totals).toEqual(expect.objectContaining({ count: 1, amount_minor: PRICE }));
     expect(r.view.total_minor).toBe(r.truth.totals.amount_minor);
-    expect(r.view.entries.map((e) => [e.inn, e.amountMinor, e.idempotencyKey])).toEqual(
+    expect(r.view.entries.map((e) => [e.inn, e.amount_minor, e.idempotency_key])).toEqual(
       r.truth.entries.map((e) => [e.inn, e.amount_minor, e.idempotency_key]),
     );
     expect(r.view.entries[0]!.reconciled).not.toBe(true);
