@@ -34,7 +34,7 @@ import { SpendLedger } from './cost/spend-ledger.ts';
 import { reconcile } from './cost/wallet-reconciliation.ts';
 import { WalletSnapshots } from './cost/wallet-snapshots.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
-import { ApiError, errorEnvelope } from './errors.ts';
+import { ApiError, envelopeCode, errorEnvelope, sendError } from './errors.ts';
 import { AuditTrail, changedConfigKeys } from './finance/audit-trail.ts';
 import { BUDGETS_CHANNEL, BudgetOverrides } from './finance/budget-overrides.ts';
 import type { FinanceStore } from './finance/finance-store.ts';
@@ -173,14 +173,17 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     clientErrorHandler: clientErrorAnswer,
     // fastify's refusals before routing (a malformed path such as /v1/banks/%FF).
     frameworkErrors: (err, request, rawReply) => {
-      (rawReply as unknown as FastifyReply)
-        .code(400)
-        .header('x-request-id', request.id)
-        .send(
-          errorEnvelope('validation_failed', request.id, {
-            fields: [{ field: 'path', code: 'invalid', message: err.message }],
-          }),
-        );
+      const refusal = new ApiError(
+        'validation_failed',
+        { fields: [{ field: 'path', code: 'invalid', message: err.message }] },
+        undefined,
+        { status: 400 },
+      );
+      sendError(
+        (rawReply as unknown as FastifyReply).header('x-request-id', request.id),
+        refusal,
+        request.id,
+      );
     },
   });
   app.server.headersTimeout = Math.min(config.server.headersTimeoutMs, config.server.requestTimeoutMs);
@@ -220,7 +223,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (closing) reply.header('connection', 'close');
     // An upstream error passed through unchanged: its code for the log line and metrics.
     const ctx = request.ctx;
-    if (ctx && !ctx.errorCode && reply.statusCode >= 400) ctx.errorCode = errorCodeIn(payload);
+    if (ctx && !ctx.errorCode && reply.statusCode >= 400)
+      ctx.errorCode =
+        typeof payload === 'string' || Buffer.isBuffer(payload) ? envelopeCode(payload) : undefined;
     return payload;
   });
 
@@ -293,23 +298,14 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     noteRefusal(request.ctx, apiError);
     if (apiError.status >= 500)
       request.log.warn({ code: apiError.code, cause: describeCause(apiError.cause) }, 'refused');
-    return reply
-      .code(apiError.status)
-      .headers(apiError.headers)
-      .send(errorEnvelope(apiError.code, request.id, apiError.details, apiError.message));
+    return sendError(reply, apiError);
   });
 
   app.setNotFoundHandler((request, reply) =>
-    reply
-      .code(404)
-      .send(
-        errorEnvelope(
-          'not_found',
-          request.id,
-          {},
-          `No such endpoint: ${request.method} ${request.url.split('?')[0]}`,
-        ),
-      ),
+    sendError(
+      reply,
+      new ApiError('not_found', {}, `No such endpoint: ${request.method} ${request.url.split('?')[0]}`),
+    ),
   );
 
   registerHealthRoutes(app, {
@@ -884,18 +880,6 @@ function rawRefusal(socket: Socket, status: number, field: string, code: string,
   socket.end(
     `HTTP/1.1 ${status} ${REASONS[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );
-}
-
-/** The error code of an error answer's envelope, when it is one (small JSON only). */
-function errorCodeIn(payload: unknown): string | undefined {
-  const text = Buffer.isBuffer(payload) ? payload : typeof payload === 'string' ? payload : null;
-  if (text === null || text.length > 65_536) return undefined;
-  try {
-    const code = (JSON.parse(text.toString()) as { error?: { code?: unknown } }).error?.code;
-    return typeof code === 'string' ? code : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** A gateway refusal (a stage's value or a thrown error): its code and reason for the log line. */

@@ -9,6 +9,7 @@
 // Must never: let two requests that can get different upstream answers share a key, or let
 // a query parameter the upstream ignores split one answer into many keys.
 import { createHash } from 'node:crypto';
+import { envelopeCode } from '../errors.ts';
 import { type RouteName, routeSpec } from '../route-table.ts';
 import type { CacheKind } from './cache-config.ts';
 
@@ -103,7 +104,7 @@ export function storableKind(
   body: Buffer,
 ): CacheKind | null {
   if (status === 200) return policy.kind;
-  if (status === 404 && NEGATIVE_ROUTES.has(route) && errorCode(body) === 'not_found') return 'negative';
+  if (status === 404 && NEGATIVE_ROUTES.has(route) && envelopeCode(body) === 'not_found') return 'negative';
   return null;
 }
 
@@ -137,16 +138,4 @@ function stringParam(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   if (Array.isArray(value) && typeof value.at(-1) === 'string') return value.at(-1) as string;
   return undefined;
-}
-
-/** error.code of an upstream error envelope, or null. Only small bodies are parsed. */
-function errorCode(body: Buffer): string | null {
-  if (body.length > 65_536) return null;
-  try {
-    const parsed = JSON.parse(body.toString('utf8')) as { error?: { code?: unknown } } | null;
-    const code = parsed?.error?.code;
-    return typeof code === 'string' ? code : null;
-  } catch {
-    return null;
-  }
 }
