@@ -3,7 +3,6 @@
 // store, the upstream client and the logger come in as dependencies.
 import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
 import Fastify, {
   type FastifyBaseLogger,
@@ -34,7 +33,7 @@ import { SpendLedger } from './cost/spend-ledger.ts';
 import { reconcile } from './cost/wallet-reconciliation.ts';
 import { WalletSnapshots } from './cost/wallet-snapshots.ts';
 import { WindowTracker } from './cost/window-tracker.ts';
-import { ApiError, envelopeCode, errorEnvelope, sendError } from './errors.ts';
+import { ApiError, envelopeCode, sendError } from './errors.ts';
 import { AuditTrail, changedConfigKeys } from './finance/audit-trail.ts';
 import { BUDGETS_CHANNEL, BudgetOverrides } from './finance/budget-overrides.ts';
 import type { FinanceStore } from './finance/finance-store.ts';
@@ -61,6 +60,7 @@ import { STORE_RETRY_AFTER } from './pipeline/refusals.ts';
 import { describeCause } from './pipeline/respond.ts';
 import { ClientGone } from './pipeline/stages/upstream.ts';
 import { UPSTREAM_ROUTES } from './route-table.ts';
+import { clientErrorAnswer, refuseConnect, refusedWithoutHost } from './server/client-errors.ts';
 import { type Store, StoreUnavailableError } from './store/store.ts';
 import { GovernedUpstream } from './upstream/governed-upstream.ts';
 import type { UpstreamClient } from './upstream/upstream-client.ts';
@@ -136,18 +136,11 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const app = Fastify({
     serverFactory: (handler) => {
       const server = createHttpServer(httpOptions, (req, res) => {
-        if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
-          // HTTP/1.1 requires Host (RFC 9112 3.2).
-          rawRefusal(req.socket, 400, 'host', 'missing', 'The request has no Host header');
-          return;
-        }
+        if (refusedWithoutHost(req)) return;
         if (hitPath?.(req, res)) return;
         handler(req, res);
       });
-      // CONNECT is not a gateway method; without a listener Node drops the socket silently.
-      server.on('connect', (_req: IncomingMessage, socket: Socket) =>
-        rawRefusal(socket, 405, 'method', 'not_allowed', 'CONNECT is not supported'),
-      );
+      server.on('connect', refuseConnect);
       // What fastify sets on a server it makes itself (lib/server.js getServerInstance).
       server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
       server.requestTimeout = config.server.requestTimeoutMs;
@@ -832,54 +825,6 @@ function buildPipelineDeps(
       },
     }),
   };
-}
-
-/**
- * Node's low-level client errors, answered on the raw socket in the upstream's envelope with a
- * fresh X-Request-Id: 431 for headers too large, 408 for a request that did not arrive in time,
- * 414 for a request line too long, otherwise 400. A socket that can no longer be written to is
- * only destroyed.
- */
-export function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (!socket.writable || (err as { code?: string }).code === 'ECONNRESET') {
-    socket.destroy(err);
-    return;
-  }
-  const code = (err as { code?: string }).code ?? '';
-  const status =
-    code === 'HPE_HEADER_OVERFLOW'
-      ? 431
-      : code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? 408
-        : code === 'HPE_URI_TOO_LONG'
-          ? 414
-          : 400;
-  const messages: Record<number, string> = {
-    400: 'The request could not be parsed',
-    408: 'The request did not arrive in time',
-    414: 'The request line is too long',
-    431: 'The request headers are too large',
-  };
-  rawRefusal(socket, status, 'request', code || 'invalid', messages[status]!);
-}
-
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  405: 'Method Not Allowed',
-  408: 'Request Timeout',
-  414: 'URI Too Long',
-  431: 'Request Header Fields Too Large',
-};
-
-/** A refusal written on the raw socket (no request object to answer through), then closed. */
-function rawRefusal(socket: Socket, status: number, field: string, code: string, message: string): void {
-  const requestId = randomUUID();
-  const body = JSON.stringify(
-    errorEnvelope('validation_failed', requestId, { fields: [{ field, code, message }] }, message),
-  );
-  socket.end(
-    `HTTP/1.1 ${status} ${REASONS[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-  );
 }
 
 /** A gateway refusal (a stage's value or a thrown error): its code and reason for the log line. */
