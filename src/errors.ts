@@ -1,7 +1,13 @@
 // The one error catalogue: every code the upstream documents plus the codes the gateway
-// makes itself, each with its HTTP status and default message. The emulator and the gateway
-// both answer through errorEnvelope(), so the envelope shape lives once.
+// makes itself, each with its HTTP status and default message, and the envelope they travel in.
+// The shape lives once: errorEnvelope() builds it, sendError() writes it through fastify (the
+// gateway's and the emulator's every refusal: thrown errors, pipeline refusals, 404s, the
+// webhook and /metrics doors), envelopeCode() reads the code back out of a body. Only the
+// refusals written on a raw socket (no reply object there) call errorEnvelope() directly.
 // README.md carries the same table; test/unit/errors.test.ts keeps the two in step.
+//
+// Must never: do I/O beyond the one reply it is handed, or import from the rest of the gateway.
+import type { FastifyReply } from 'fastify';
 
 export const ERRORS = {
   unauthorized: { status: 401, message: 'API key is not accepted' },
@@ -50,6 +56,41 @@ export function errorEnvelope(
   message: string = ERRORS[code].message,
 ): ErrorEnvelope {
   return { error: { code, message, details }, meta: { request_id: requestId } };
+}
+
+/** What an error answer carries: an ApiError and a pipeline Refusal both have these. */
+export interface ErrorAnswer {
+  code: ErrorCode;
+  status: number;
+  message: string;
+  details: Record<string, unknown>;
+  headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * Writes an error answer: its status, its headers and the envelope, with `requestId` (the
+ * request's own id unless the caller answers under another) as meta.request_id.
+ */
+export function sendError(
+  reply: FastifyReply,
+  error: ErrorAnswer,
+  requestId: string = String(reply.request.id),
+): FastifyReply {
+  return reply
+    .code(error.status)
+    .headers(error.headers)
+    .send(errorEnvelope(error.code, requestId, error.details, error.message));
+}
+
+/** error.code of an error envelope (the gateway's or the upstream's); only small bodies are parsed. */
+export function envelopeCode(body: Buffer | string): string | undefined {
+  if (body.length > 65_536) return undefined;
+  try {
+    const code = (JSON.parse(body.toString()) as { error?: { code?: unknown } } | null)?.error?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** One field problem inside validation_failed's `details.fields` (shape chosen in docs/upstream-gaps.md). */

@@ -6,7 +6,12 @@
 // `default:` branch can make it silently free or uncached). Anything not listed here is
 // answered 404 by the gateway and never forwarded.
 //
-// Must never: hold state or do I/O; decide anything at run time beyond these pure functions.
+// A leaf: the modules that read the table (cache/cache-keys.ts, cost/estimate.ts,
+// limits/limit-classes.ts, the pipeline) import it; it imports only the vocabulary its facts are
+// written in (scopes, input checks, cache key builders) and names the limit classes itself.
+//
+// Must never: hold state or do I/O; decide anything at run time beyond these pure functions;
+// import a module that reads the table.
 import {
   bankPolicy,
   type CachePolicy,
@@ -17,7 +22,7 @@ import {
   searchPolicy,
   sectionPolicy,
   suggestPolicy,
-} from './cache/cache-keys.ts';
+} from './cache/cache-policies.ts';
 import type { Scope } from './config/schema.ts';
 import {
   type CheckPurpose,
@@ -31,7 +36,6 @@ import {
   isSectionName,
 } from './domain/requests.ts';
 import type { FieldProblem } from './errors.ts';
-import type { LimitClassName } from './limits/limit-classes.ts';
 
 export type RouteName =
   | 'openapi'
@@ -58,6 +62,9 @@ export type Verdict =
   | { ok: true }
   | { ok: false; kind: 'invalid'; fields: FieldProblem[] }
   | { ok: false; kind: 'not_found'; details?: Record<string, string>; message?: string };
+
+/** The upstream's rate classes (its "Limits" table); their defaults: limits/limit-classes.ts. */
+export type LimitClassName = 'key' | 'search' | 'suggest' | 'check';
 
 export type WindowKind = 'dossier' | 'requisites';
 export type PriceKind = 'dossier' | 'requisites' | 'check' | 'person';

@@ -280,7 +280,7 @@ export function registerAdminRoutes(
   app.post('/admin/webhooks/redeliver', async (request) => {
     const { deps, principal } = requireAdmin(request, 'webhooks_redeliver');
     const problems: FieldProblem[] = [];
-    // Bodies arrive raw (server.ts): none means no filter.
+    // Bodies arrive raw (server/app.ts): none means no filter.
     const raw = Buffer.isBuffer(request.body) ? request.body : undefined;
     const parsed = raw && raw.toString('utf8').trim() !== '' ? parseJsonBody(raw) : {};
     const isObject = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed);

@@ -1,98 +1,29 @@
-// What the response cache stores and under which name: the cacheable routes, the key of one
-// request (route, path parameters, normalized query), the entry's tags and TTL class, and which
-// upstream answers may be stored. Pure functions only.
+// What the response cache stores and under which name: the policy of one request as the route
+// table declares it (its builders: cache-policies.ts), the entry's tags, and which upstream
+// answers may be stored. Pure functions only.
 //
-// Keys are shared by every app on purpose (they share one account); the app is never part of
-// a key. A key names the company's INN as its own `:`-separated segment, so the Redis store puts
-// every entry of one company in that company's cluster slot.
-//
-// Must never: let two requests that can get different upstream answers share a key, or let
-// a query parameter the upstream ignores split one answer into many keys.
-import { createHash } from 'node:crypto';
+// Must never: be imported by the route table (this module reads the table), or store an
+// upstream error other than a 404 not_found about an unknown INN.
+import { envelopeCode } from '../errors.ts';
 import { type RouteName, routeSpec } from '../route-table.ts';
 import type { CacheKind } from './cache-config.ts';
+import type { CachePolicy } from './cache-policies.ts';
 
-export interface CachePolicy {
-  /** Logical store key, e.g. "company:7707083893". */
-  key: string;
-  kind: CacheKind;
-  /** The company or person the entry is about (null for bank, suggest, search, unknown checks). */
-  inn: string | null;
-  /** True when an open coverage window makes an upstream refresh free (dossier, section, requisites). */
-  windowed: boolean;
-}
+export { type CachePolicy, normalizeQueryText } from './cache-policies.ts';
 
 /** Routes whose 404 not_found means "no register knows this INN" and is cached as a negative entry. */
 const NEGATIVE_ROUTES: ReadonlySet<RouteName> = new Set(['company', 'requisites', 'person']);
 
-/** Query text longer than this (UTF-8 bytes, encoded) is replaced by its hash in the key. */
-const MAX_PLAIN_QUERY_BYTES = 64;
-
-type Params = Readonly<Record<string, string | undefined>>;
-type Query = Readonly<Record<string, unknown>>;
-
-/** The policy of one request, or null when the route is never cached (the route table says). */
-export function cachePolicy(route: RouteName, params: Params, query: Query): CachePolicy | null {
+/**
+ * The policy of one request, or null when the route is never cached (the route table says).
+ * The pipeline computes it once per request (stages/validate.ts, ctx.policy) and hands it on.
+ */
+export function cachePolicy(
+  route: RouteName,
+  params: Readonly<Record<string, string | undefined>>,
+  query: Readonly<Record<string, unknown>>,
+): CachePolicy | null {
   return routeSpec(route).cache?.(params, query) ?? null;
-}
-
-// One policy builder per cached route; the route table (src/route-table.ts) names them.
-
-export function companyPolicy(params: Params): CachePolicy | null {
-  const inn = params.inn;
-  return inn ? { key: `company:${inn}`, kind: 'dossier', inn, windowed: true } : null;
-}
-
-export function sectionPolicy(params: Params, query: Query): CachePolicy | null {
-  const { inn, section } = params;
-  if (!inn || !section) return null;
-  const cursor = stringParam(query.cursor);
-  // An absent cursor and an empty one are kept apart: the spec does not say they are the same page.
-  const page = cursor === undefined ? '-' : `c=${queryText(cursor)}`;
-  return { key: `section:${inn}:${section}:${page}`, kind: 'dossier', inn, windowed: true };
-}
-
-export function requisitesPolicy(params: Params): CachePolicy | null {
-  const inn = params.inn;
-  return inn ? { key: `requisites:${inn}`, kind: 'requisites', inn, windowed: true } : null;
-}
-
-export function personPolicy(params: Params): CachePolicy | null {
-  const inn = params.inn;
-  return inn ? { key: `person:${inn}`, kind: 'person', inn, windowed: false } : null;
-}
-
-export function bankPolicy(params: Params): CachePolicy | null {
-  const bic = params.bic;
-  return bic ? { key: `bank:${bic}`, kind: 'bank', inn: null, windowed: false } : null;
-}
-
-export function checkPolicy(params: Params): CachePolicy | null {
-  // Check ids are compared in canonical lower case, as the upstream does.
-  const uuid = params.uuid?.toLowerCase();
-  return uuid ? { key: `check:${uuid}`, kind: 'check', inn: null, windowed: false } : null;
-}
-
-export function suggestPolicy(_params: Params, query: Query): CachePolicy | null {
-  const q = normalizeQueryText(stringParam(query.q));
-  return q === undefined
-    ? null
-    : { key: `suggest:${queryText(q)}`, kind: 'suggest', inn: null, windowed: false };
-}
-
-export function searchPolicy(_params: Params, query: Query): CachePolicy | null {
-  const q = normalizeQueryText(stringParam(query.q));
-  if (q === undefined) return null;
-  const kind = stringParam(query.kind) ?? 'all';
-  const pageText = stringParam(query.page);
-  const page = pageText === undefined ? 1 : Number.parseInt(pageText, 10);
-  if (!Number.isSafeInteger(page)) return null;
-  return {
-    key: `search:${encodeURIComponent(kind)}:${page}:${queryText(q)}`,
-    kind: 'search',
-    inn: null,
-    windowed: false,
-  };
 }
 
 /** Which kind of entry an upstream answer becomes: its policy's kind, `negative`, or null (not stored). */
@@ -103,7 +34,7 @@ export function storableKind(
   body: Buffer,
 ): CacheKind | null {
   if (status === 200) return policy.kind;
-  if (status === 404 && NEGATIVE_ROUTES.has(route) && errorCode(body) === 'not_found') return 'negative';
+  if (status === 404 && NEGATIVE_ROUTES.has(route) && envelopeCode(body) === 'not_found') return 'negative';
   return null;
 }
 
@@ -114,39 +45,4 @@ export function innTag(inn: string): string {
 
 export function routeTag(route: RouteName): string {
   return `route:${route}`;
-}
-
-/**
- * Search and suggest text as one key: exactly as sent. The upstream echoes `query` as sent
- * (`q=Газпром%20%20` answers `"query":"Газпром  "`), so no trimming, no collapsing of spaces, no
- * Unicode normalization and no case folding: two texts the upstream may answer differently never
- * share an entry (docs/upstream-gaps.md). Empty text has no key.
- */
-export function normalizeQueryText(q: string | undefined): string | undefined {
-  return q === undefined || q.length === 0 ? undefined : q;
-}
-
-/** A query value as a key segment: percent-encoded (no `:` inside), or its hash when long. */
-function queryText(text: string): string {
-  const encoded = encodeURIComponent(text);
-  if (encoded.length <= MAX_PLAIN_QUERY_BYTES) return encoded;
-  return `h.${createHash('sha256').update(text).digest('base64url').slice(0, 32)}`;
-}
-
-function stringParam(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
-  if (Array.isArray(value) && typeof value.at(-1) === 'string') return value.at(-1) as string;
-  return undefined;
-}
-
-/** error.code of an upstream error envelope, or null. Only small bodies are parsed. */
-function errorCode(body: Buffer): string | null {
-  if (body.length > 65_536) return null;
-  try {
-    const parsed = JSON.parse(body.toString('utf8')) as { error?: { code?: unknown } } | null;
-    const code = parsed?.error?.code;
-    return typeof code === 'string' ? code : null;
-  } catch {
-    return null;
-  }
 }

@@ -32,6 +32,11 @@ export interface CacheRequest {
   route: RouteName;
   params: Readonly<Record<string, string | undefined>>;
   query: Readonly<Record<string, unknown>>;
+  /**
+   * The request's policy when the caller holds it (the pipeline's ctx.policy, computed once per
+   * request in stages/validate.ts); absent: computed here from route, params and query.
+   */
+  policy?: CachePolicy | null;
   /** App name (per-app max ages); null on public routes. */
   app: string | null;
   directives: RequestDirectives;
@@ -40,6 +45,9 @@ export interface CacheRequest {
   /** The INN the answer is about when the route does not say (check results); else taken from the route or body. */
   inn?: string;
 }
+
+/** What names a request's entry: its route, params and query, or the policy already computed. */
+type KeyedRequest = Pick<CacheRequest, 'route' | 'params' | 'query' | 'policy'>;
 
 export type Lookup =
   | { action: 'serve'; entry: CacheEntry; age: number; status: 'HIT' | 'STALE' }
@@ -113,7 +121,7 @@ export class ResponseCache {
 
   /** The decision for one request. Never throws; a store fault is a miss. */
   async lookup(req: CacheRequest): Promise<Lookup> {
-    const policy = cachePolicy(req.route, req.params, req.query);
+    const policy = policyOf(req);
     if (!policy) return { action: 'bypass' };
     const d = req.directives;
     const entry = await this.read(policy.key, req.route);
@@ -209,7 +217,7 @@ export class ResponseCache {
    * rendered through render() as well), or null. Never throws.
    */
   async save(req: CacheRequest, answer: UpstreamAnswer): Promise<CacheEntry | null> {
-    const policy = cachePolicy(req.route, req.params, req.query);
+    const policy = policyOf(req);
     if (!policy || req.directives.noStore) return null;
     try {
       const kind = storableKind(req.route, policy, answer.status, answer.body);
@@ -333,16 +341,14 @@ export class ResponseCache {
   }
 
   /** A stored entry as an answer, without counting a hit (coalesced followers after the leader saved). */
-  async peek(req: Pick<CacheRequest, 'route' | 'params' | 'query'>): Promise<CacheEntry | null> {
-    const policy = cachePolicy(req.route, req.params, req.query);
+  async peek(req: KeyedRequest): Promise<CacheEntry | null> {
+    const policy = policyOf(req);
     return policy ? this.read(policy.key, req.route) : null;
   }
 
   /** peek() of several requests in one store read (one round trip for one company's keys). */
-  async peekMany(
-    reqs: ReadonlyArray<Pick<CacheRequest, 'route' | 'params' | 'query'>>,
-  ): Promise<Array<CacheEntry | null>> {
-    const keys = reqs.map((req) => cachePolicy(req.route, req.params, req.query)?.key ?? null);
+  async peekMany(reqs: ReadonlyArray<KeyedRequest>): Promise<Array<CacheEntry | null>> {
+    const keys = reqs.map((req) => policyOf(req)?.key ?? null);
     const asked = keys.filter((key): key is string => key !== null);
     let found: Array<Buffer | null>;
     try {
@@ -405,8 +411,8 @@ export class ResponseCache {
   }
 
   /** Deletes the entry of one request (admin, tests). */
-  async delete(req: Pick<CacheRequest, 'route' | 'params' | 'query'>): Promise<void> {
-    const policy = cachePolicy(req.route, req.params, req.query);
+  async delete(req: KeyedRequest): Promise<void> {
+    const policy = policyOf(req);
     if (!policy) return;
     await this.store.cacheDelete(policy.key);
     this.counters.untrack(policy.key);
@@ -424,8 +430,8 @@ export class ResponseCache {
   }
 
   /** The store key of a request, or null when its route is never cached (logs, admin). */
-  keyOf(req: Pick<CacheRequest, 'route' | 'params' | 'query'>): CachePolicy | null {
-    return cachePolicy(req.route, req.params, req.query);
+  keyOf(req: KeyedRequest): CachePolicy | null {
+    return policyOf(req);
   }
 
   private async read(key: string, route: RouteName): Promise<CacheEntry | null> {
@@ -474,6 +480,11 @@ export class ResponseCache {
     if (this.config.routeTags) tags.push(routeTag(route));
     return tags;
   }
+}
+
+/** The policy the caller handed in, else the route table's for this request. */
+function policyOf(req: KeyedRequest): CachePolicy | null {
+  return req.policy !== undefined ? req.policy : cachePolicy(req.route, req.params, req.query);
 }
 
 /** The company's INN in a check result (dossier: company.inn; requisites result: requisites.inn). */

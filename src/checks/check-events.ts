@@ -8,7 +8,7 @@
 // Must never: answer 2xx to an event it did not verify and store, or log a secret.
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { WebhookSecrets } from '../config/schema.ts';
-import { errorEnvelope } from '../errors.ts';
+import { ApiError, sendError } from '../errors.ts';
 import type { WebhookEventResult } from '../metrics/metric-catalogue.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 import { asCheckEvent, CheckCompletion } from './check-completion.ts';
@@ -118,7 +118,7 @@ export function registerWebhookIngress(
     status: number,
     code: 'unauthorized' | 'validation_failed',
     message: string,
-  ) => reply.code(status).send(errorEnvelope(code, reply.request.id, {}, message));
+  ) => sendError(reply, new ApiError(code, {}, message, { status }));
   // An event carries a whole dossier (~100 KB): above the /v1 body limit.
   app.post(deps.config.webhooks.path, { bodyLimit: WEBHOOK_BODY_LIMIT }, async (request, reply) => {
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);

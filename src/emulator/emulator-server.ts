@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { OffsetClock, seededRandom, systemClock } from '../clock.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, sendError } from '../errors.ts';
 import { BillingLedger } from './billing-ledger.ts';
 import { CheckRegistry } from './check-registry.ts';
 import { registerCheckRoutes } from './check-routes.ts';
@@ -26,7 +26,7 @@ import { registerLookupRoutes } from './lookup-routes.ts';
 import { buildOpenApiDocument } from './openapi-document.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { RequestLog } from './request-log.ts';
-import { logEntry, sendError, toApiError } from './route-pipeline.ts';
+import { logEntry, toApiError } from './route-pipeline.ts';
 import { WebhookDispatcher } from './webhook-dispatcher.ts';
 
 export type { EmulatorOptions } from './emulator-config.ts';

@@ -2,11 +2,11 @@
 // (401), sandbox (403), scope (403), rate budget (429), Idempotency-Key format (422), then
 // the route's own work; latency (the `latency` mode), faults, idempotent replay (of errors too
 // in the `replayErrors: all` mode) and the X-RateLimit-* headers are applied here. Refusals
-// are ApiError values turned into the error envelope by sendError(). Routes must never
-// write to the reply themselves.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+// are ApiError values that the emulator's error handler writes with sendError() (errors.ts).
+// Routes must never write to the reply themselves.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { checkIdempotencyKey } from '../domain/requests.ts';
-import { ApiError, ERRORS, errorEnvelope, type FieldProblem } from '../errors.ts';
+import { ApiError, ERRORS, type FieldProblem } from '../errors.ts';
 import type { Answer, EmulatorContext } from './emulator-context.ts';
 import type { FaultEffect } from './fault-injector.ts';
 import { requestFingerprint } from './idempotency-store.ts';
@@ -70,13 +70,6 @@ export type RouteHandler = (call: Call) => Promise<Answer>;
 export const spendKey = (key: ApiKey): Array<[LimitClass, string]> => [['key', key.token]];
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-
-export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
-  reply.code(error.status).headers(error.headers).type(JSON_TYPE);
-  return reply.send(
-    JSON.stringify(errorEnvelope(error.code, String(reply.request.id), error.details, error.message)),
-  );
-}
 
 /** Maps anything thrown into an ApiError (fastify's own 4xx become validation_failed). */
 export function toApiError(error: unknown): ApiError {

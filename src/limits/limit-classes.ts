@@ -5,9 +5,11 @@
 //
 // Pure data and pure functions: no clock, no I/O. Must never decide whether a call may start
 // (that is rate-governor.ts) or know how a backend stores a class.
-import { type RouteName, routeSpec } from '../route-table.ts';
+import { type LimitClassName, type RouteName, routeSpec } from '../route-table.ts';
 
-export type LimitClassName = 'key' | 'search' | 'suggest' | 'check';
+// The names are declared by the route table (routes list the classes they spend); this module
+// gives them their defaults and the limiter imports them from here.
+export type { LimitClassName };
 
 export const LIMIT_CLASS_NAMES: readonly LimitClassName[] = ['key', 'search', 'suggest', 'check'];
 

@@ -21,7 +21,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { bearerToken, matchToken } from '../auth/tokens.ts';
 import type { GatewayConfig } from '../config/schema.ts';
-import { errorEnvelope } from '../errors.ts';
+import { ApiError, sendError } from '../errors.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
 import type { SharedGauges } from '../metrics/shared-gauges.ts';
 
@@ -131,17 +131,15 @@ export function registerMetricsRoutes(app: FastifyInstance, o: MetricsRouteOptio
             ? ''
             : ` or scrape ${config.metrics.host}:${app.metricsPort ?? config.metrics.port}`;
         await new Promise((r) => setTimeout(r, REFUSED_SCRAPE_DELAY_MS));
-        return reply
-          .code(401)
-          .header('www-authenticate', 'Bearer')
-          .send(
-            errorEnvelope(
-              'unauthorized',
-              request.id,
-              {},
-              `GET /metrics on this port needs the metrics token (metrics.tokenHash)${where}`,
-            ),
-          );
+        return sendError(
+          reply,
+          new ApiError(
+            'unauthorized',
+            {},
+            `GET /metrics on this port needs the metrics token (metrics.tokenHash)${where}`,
+            { headers: { 'www-authenticate': 'Bearer' } },
+          ),
+        );
       }
     }
     return reply.header('content-type', o.metrics.contentType).send(await scrape(request.raw.socket));

@@ -1,8 +1,8 @@
 // Replicas that agree (issue 29): each replica writes a heartbeat to the shared store's state
 // role every 10 s with a 30 s TTL (key `replica:<id>`: id, version, config hash, started, last
 // seen), so GET /admin/replicas lists the live ones and an operator sees which replica runs which
-// config; cpgw_config_info{hash} (server.ts) carries the same hash to Prometheus, where
-// CpgwConfigDrift fires when live replicas differ.
+// config; cpgw_config_info{hash} (server/wiring.ts, reload.ts) carries the same hash to
+// Prometheus, where CpgwConfigDrift fires when live replicas differ.
 //
 // The config hash is a stable hash of the effective config without secrets: token hashes,
 // anything named like a secret, password or API key, and the user:password part of any URL are

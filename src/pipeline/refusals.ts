@@ -1,11 +1,12 @@
-// The one place refusals are made and written. Every stage that says no returns one of these
-// values; the handler writes it as the upstream's error envelope with the gateway's request id.
+// The one place refusals are made. Every stage that says no returns one of these values;
+// respond.ts writes it (errors.ts sendError) as the upstream's error envelope with the gateway's
+// request id.
 // Faults thrown from deeper code (a store that is down, a bad input caught by a helper) are
 // turned into the same values by fromError(), so the app always gets the envelope, never a 500
 // for a bad input.
 //
 // Must never: put a token, an upstream key or a stack in `details` or `message`.
-import { ApiError, ERRORS, type ErrorCode, errorEnvelope, type FieldProblem } from '../errors.ts';
+import { ApiError, ERRORS, type ErrorCode, type FieldProblem } from '../errors.ts';
 import type { Denial } from '../limits/index.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import type { Refusal } from './outcome.ts';
@@ -84,9 +85,4 @@ export function fromError(err: unknown): Refusal | null {
     });
   if (err instanceof StoreUnavailableError) return storeUnavailable(err);
   return null;
-}
-
-/** The body the app receives. */
-export function envelopeOf(refusal: Refusal, requestId: string) {
-  return errorEnvelope(refusal.code, requestId, refusal.details, refusal.message);
 }

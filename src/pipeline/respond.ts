@@ -4,10 +4,10 @@
 // X-Charged-Minor (what THIS call cost), X-Cost-Estimate-Minor, X-Window-Expires and X-Cache. A refusal goes out as the upstream's error envelope. X-RateLimit-*
 // describe the APP's headroom in the shared budget (not the upstream key's, which all apps share).
 import type { FastifyReply } from 'fastify';
+import { sendError } from '../errors.ts';
 import type { RequestContext } from './context.ts';
 import type { PipelineDeps } from './deps.ts';
 import type { Answer, Refusal } from './outcome.ts';
-import { envelopeOf } from './refusals.ts';
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -89,7 +89,7 @@ export async function writeRefusal(
   // A 402 says what the refused call was estimated at (also in details.estimate_minor).
   if (ctx.estimateMinor !== undefined) reply.header('x-cost-estimate-minor', String(ctx.estimateMinor));
   if (ctx.windowExpires) reply.header('x-window-expires', ctx.windowExpires);
-  return reply.code(refusal.status).headers(refusal.headers).send(envelopeOf(refusal, ctx.requestId));
+  return sendError(reply, refusal, ctx.requestId);
 }
 
 /**

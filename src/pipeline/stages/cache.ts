@@ -59,6 +59,7 @@ export const cache: StageFactory<CacheDeps> = (deps) => {
       route: ctx.route.name,
       params: ctx.call.params,
       query: ctx.call.query,
+      policy: ctx.policy,
       app: ctx.app?.name ?? null,
       directives: ctx.directives,
       windowOpen,
