@@ -3,7 +3,7 @@
 // then processed), the persistent delivery queue to apps, and the gateway's own polls of checks
 // no webhook finished. Timers run on the injected clock; buildServer() starts and stops them.
 // Both finish checks through CheckCompletion, as the check stage does with its own (built from
-// the pipeline's deps, it queues without this worker's handle: check-stage.ts).
+// the pipeline's deps, it queues without this worker's handle: pipeline/stages/checks.ts).
 //
 // Must never: answer 2xx to an event it did not verify and store, or log a secret.
 import type { FastifyInstance, FastifyReply } from 'fastify';

@@ -5,7 +5,7 @@
 //   authenticate   token → app, scope                         (refuses 401/403)
 //   validate       upstream's input rules; facts computed once (refuses 422/404)
 //   localAnswers   GET /v1/me; only-if-cached on uncached routes
-//   checks         check ownership before the cache; tickets after (src/checks/)
+//   checks         check ownership before the cache; tickets after (logic in src/checks/)
 //   cache          HIT / STALE / MISS (stores the answer), before anything is spent
 //   derive         a section from the cached dossier (DERIVED); learns equivalence; prefetch
 //   coalesce       identical requests in flight share one call
@@ -19,7 +19,6 @@
 // Refusals are values until refusals.ts writes them; respond.ts writes answers.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { NO_DIRECTIVES } from '../cache/index.ts';
-import { checks } from '../checks/check-stage.ts';
 import { lastQueryValues } from '../domain/requests.ts';
 import type { IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { RequestContext } from './context.ts';
@@ -32,6 +31,7 @@ import { authenticate } from './stages/authenticate.ts';
 import { budget } from './stages/budget.ts';
 import { cache } from './stages/cache.ts';
 import { chargeGate } from './stages/charge-gate.ts';
+import { checks } from './stages/checks.ts';
 import { coalesce } from './stages/coalesce.ts';
 import { derive } from './stages/derive.ts';
 import { idempotency } from './stages/idempotency.ts';

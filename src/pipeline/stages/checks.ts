@@ -17,18 +17,19 @@
 //   the upstream; each app's address is kept for that app's own webhooks (check-tickets.ts).
 // Must never: answer a poll from another app's ticket, open a window later than the data, or
 // read the request body (the purpose comes validated: check-request.ts).
-import type { GatewayConfig } from '../config/schema.ts';
-import type { RequestContext } from '../pipeline/context.ts';
-import type { PipelineDeps } from '../pipeline/deps.ts';
-import type { Answer, Outcome } from '../pipeline/outcome.ts';
-import { isRefusal } from '../pipeline/outcome.ts';
-import { refuse } from '../pipeline/refusals.ts';
-import type { Next, StageFactory } from '../pipeline/stage.ts';
-import { CheckCompletion, eventOfResult } from './check-completion.ts';
-import { type CheckRequest, checkRequestOf } from './check-request.ts';
-import { type CheckTicket, canonicalCheckId, retryAfterMs } from './check-tickets.ts';
-import { publicBase, toGatewayUrls, upstreamOrigin } from './gateway-urls.ts';
-import { storedDeliveryQueue } from './webhook-deliveries.ts';
+
+import { CheckCompletion, eventOfResult } from '../../checks/check-completion.ts';
+import { type CheckRequest, checkRequestOf } from '../../checks/check-request.ts';
+import { type CheckTicket, canonicalCheckId, retryAfterMs } from '../../checks/check-tickets.ts';
+import { publicBase, toGatewayUrls, upstreamOrigin } from '../../checks/gateway-urls.ts';
+import { storedDeliveryQueue } from '../../checks/webhook-deliveries.ts';
+import type { GatewayConfig } from '../../config/schema.ts';
+import type { RequestContext } from '../context.ts';
+import type { PipelineDeps } from '../deps.ts';
+import type { Answer, Outcome } from '../outcome.ts';
+import { isRefusal } from '../outcome.ts';
+import { refuse } from '../refusals.ts';
+import type { Next, StageFactory } from '../stage.ts';
 
 /** What this stage uses of PipelineDeps. */
 export type ChecksDeps = Pick<PipelineDeps, 'cache' | 'clock' | 'config' | 'store' | 'tickets' | 'windows'>;
