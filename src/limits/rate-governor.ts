@@ -33,11 +33,12 @@ import { UpstreamFollower } from './upstream-follower.ts';
 import { type DenialReason, WaitStats } from './wait-stats.ts';
 import { type LineWaiter, type Refusal, WaitingLine } from './waiting-line.ts';
 
+export type { SlotStore } from '../store/slot-store.ts';
 export type { AppLimits, Headroom } from './class-book.ts';
 export type { AcquireRequest, RateGovernorOptions } from './governor-options.ts';
 export type { GovernorState } from './governor-state.ts';
 export type { Denial, Permit } from './permit.ts';
-export type { GovernorStore, SlotStore } from './slot-fallback.ts';
+export type { GovernorStore } from './slot-fallback.ts';
 export type { DenialReason } from './wait-stats.ts';
 
 /**
