@@ -19,12 +19,15 @@ import { randomUUID } from 'node:crypto';
 import { type Clock, type Random, systemRandom, wakeSleepers } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
 import type { LimitClassState } from '../store/store.ts';
-import { ClassBook, type Headroom } from './class-book.ts';
+import { ClassBook } from './class-book.ts';
 import { FairShare } from './fair-share.ts';
 import type { AcquireRequest, RateGovernorOptions } from './governor-options.ts';
 import { type GovernorState, readGovernorState } from './governor-state.ts';
+import type { Headroom } from './headroom.ts';
 import { HeadroomMemo } from './headroom-memo.ts';
+import { HeadroomReader } from './headroom-reader.ts';
 import { type LimitClassName, limitClassesWith, routeClasses } from './limit-classes.ts';
+import { OwnSlots } from './own-slots.ts';
 import { type Denial, denial, type Permit, permit } from './permit.ts';
 import { SlotFallback } from './slot-fallback.ts';
 import { hopelessWaiters, refusalLastsMs, specsToRead, type Verdict } from './start-verdict.ts';
@@ -34,9 +37,10 @@ import { type DenialReason, WaitStats } from './wait-stats.ts';
 import { type LineWaiter, type Refusal, WaitingLine } from './waiting-line.ts';
 
 export type { SlotStore } from '../store/slot-store.ts';
-export type { AppLimits, Headroom } from './class-book.ts';
+export type { AppLimits } from './class-book.ts';
 export type { AcquireRequest, RateGovernorOptions } from './governor-options.ts';
 export type { GovernorState } from './governor-state.ts';
+export type { Headroom } from './headroom.ts';
 export type { Denial, Permit } from './permit.ts';
 export type { GovernorStore } from './slot-fallback.ts';
 export type { DenialReason } from './wait-stats.ts';
@@ -74,6 +78,8 @@ export class RateGovernor {
   private readonly clock: Clock;
   private readonly slots: SlotFallback;
   private readonly book: ClassBook;
+  private readonly own: OwnSlots;
+  private readonly headroomReader: HeadroomReader;
   private readonly random: Random;
   private readonly jitterMs: number;
   private readonly pollMs: number;
@@ -120,7 +126,7 @@ export class RateGovernor {
       classes,
       expectedReplicas: options.expectedReplicas,
       probeMs: options.storeProbeMs,
-      ownSlots: () => this.book.ownSlotsNow(),
+      ownSlots: () => this.own.held(),
       onModeChange: (local, cause) => {
         onLocalMode(local, cause);
         if (!local) this.fair.remark().catch((error: unknown) => this.onError(error));
@@ -140,7 +146,6 @@ export class RateGovernor {
       onError: this.onError,
     });
     this.book = new ClassBook(
-      this.slots,
       this.clock,
       classes,
       options.apps ?? [],
@@ -148,6 +153,14 @@ export class RateGovernor {
       this.resetMarginMs,
       options.classes?.key?.limit,
     );
+    this.own = new OwnSlots(this.book, (spec) => this.slots.limitOf(spec));
+    this.headroomReader = new HeadroomReader({
+      clock: this.clock,
+      store: this.slots,
+      book: this.book,
+      fair: this.fair,
+      own: this.own,
+    });
     this.follower = new UpstreamFollower({
       store: this.slots,
       bus: options.store,
@@ -292,7 +305,7 @@ export class RateGovernor {
   ): Promise<void> {
     const before = this.headroomMemo.changed();
     const classes = routeClasses(route);
-    const reads = app === undefined ? null : this.book.headroomReads(app, classes);
+    const reads = app === undefined ? null : this.headroomReader.headroomReads(app, classes);
     // What the call's own take answered, while nothing else changed here since and it is recent:
     // then neither the minute log nor the headroom needs a read of its own (TAKE_SLOTS_READ).
     const seen = of ? this.seen.get(of) : undefined;
@@ -303,14 +316,14 @@ export class RateGovernor {
     const after = this.headroomMemo.changed();
     if (app === undefined || !reads || !read || after !== before + 1) return;
     // Nothing else changed here while the logs were read: they hold what headroomFor would read.
-    const h = this.book.headroomForFrom(app, classes, read);
+    const h = this.headroomReader.headroomForFrom(app, classes, read);
     const at = read === known && seen ? seen.at : now;
     if (h !== undefined) this.headroomMemo.set(`${app}\u0000${route}`, at, h, after);
   }
 
   /** What the app may still use now, per class (for X-RateLimit-* on the gateway's answers). */
   headroom(app: string): Promise<Record<LimitClassName, Headroom>> {
-    return this.book.headroom(app);
+    return this.headroomReader.headroom(app);
   }
 
   /** The tightest class of a route for this app (what X-RateLimit-* on that route shows). */
@@ -319,7 +332,7 @@ export class RateGovernor {
     route: RouteName,
   ): Promise<(Headroom & { limitClass: LimitClassName }) | null> {
     return this.headroomMemo.get(`${app}\u0000${route}`, this.clock.now(), () =>
-      this.book.headroomFor(app, routeClasses(route)),
+      this.headroomReader.headroomFor(app, routeClasses(route)),
     );
   }
 
@@ -332,7 +345,7 @@ export class RateGovernor {
     route: RouteName,
   ): (Headroom & { limitClass: LimitClassName }) | null | undefined {
     return this.headroomMemo.peek(`${app}\u0000${route}`, this.clock.now(), () =>
-      this.book.headroomFor(app, routeClasses(route)),
+      this.headroomReader.headroomFor(app, routeClasses(route)),
     );
   }
 
@@ -450,7 +463,7 @@ export class RateGovernor {
       pathsOf,
       viewOf: (spec) => {
         const state = byName.get(spec.name);
-        return state && { view: this.book.view(spec, state, now), state };
+        return state && { view: this.own.view(spec, state, now), state };
       },
       // The minute cap's refusal lasts until the reset unless the calls it counted as in flight
       // show they were counted (it then rises): no lower bound from it while some may.
@@ -511,13 +524,13 @@ export class RateGovernor {
     const waitedMs = Math.max(0, now - w.enqueuedAt);
     const specs = w.specs ?? this.book.specsFor(w);
     const names = specs.map((s) => s.name);
-    for (const spec of specs) this.book.remember(spec, w.id, now);
+    for (const spec of specs) this.own.remember(spec, w.id, now);
     const spendsKey = w.classes.includes('key');
     if (spendsKey) this.keyInFlight++;
     this.stats.granted(w.app, waitedMs);
     const giveBack = async (back: string[], classes: LimitClassName[]) => {
       this.headroomMemo.changed();
-      for (const name of back) this.book.forget(name, w.id);
+      for (const name of back) this.own.forget(name, w.id);
       for (const c of classes) this.book.slotsReturned(c);
       await this.slots.returnSlots(back, w.id);
       for (const line of this.lines.values())
