@@ -1,8 +1,9 @@
 // The slot role of the Store: the rate limiter's sliding-window logs, every class of one call
 // taken atomically, and shared pauses (upstream 429 Retry-After). Also the same log in one process
 // (LocalSlotLog, local-slot-log.ts): the memory backend's engine, and the rate governor's log while
-// the shared Store cannot be reached. The window maths lives in these logs only (the Redis Lua
-// scripts and memory/memory-slots.ts); the limiter only says which classes a call takes.
+// the shared Store cannot be reached. A log's sliding-window arithmetic is the backends' (the
+// Redis Lua scripts, memory/memory-slots.ts), since the atomic take needs it; the limiter only says
+// which logs a call takes, with what limit and window.
 //
 // Must never: grant a slot of one class and not the others, or shorten a pause.
 
