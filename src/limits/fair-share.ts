@@ -19,9 +19,8 @@
 // window, and perhaps waits for it still ("search@crm:refused", one member per replica, kept one
 // window after the last mark). A burst of one app, or of several apps that all get their starts,
 // is not competition; nor is waiting for the upstream's minute cap.
-import type { LimitClassState } from '../store/store.ts';
+import type { LimitClassState, SlotStore } from '../store/slot-store.ts';
 import type { LimitClassName } from './limit-classes.ts';
-import type { SlotStore } from './slot-fallback.ts';
 import { type ClassSpec, classSpec, decodeStoreClass } from './store-class.ts';
 
 export interface FairShareOptions {

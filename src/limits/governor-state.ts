@@ -4,10 +4,10 @@
 //
 // Read-only: one limiterState round trip and a refresh of who waits. Must never decide, take or
 // give back a slot, nor change a limit.
+import type { SlotStore } from '../store/slot-store.ts';
 import type { ClassBook } from './class-book.ts';
 import type { FairShare } from './fair-share.ts';
 import { LIMIT_CLASS_NAMES, type LimitClassName } from './limit-classes.ts';
-import type { SlotStore } from './slot-fallback.ts';
 import type { AppWaitStats, WaitStats } from './wait-stats.ts';
 
 export interface GovernorState {

@@ -5,7 +5,7 @@
 // most maxAgeMs; slots freeing meanwhile only make it say less than is left (safe). peek() renews
 // an entry in the background past half its age, so steady HITs never find it lapsed.
 // Must never: hand out an entry older than maxAgeMs, or one read before a local change.
-import type { Headroom } from './class-book.ts';
+import type { Headroom } from './headroom.ts';
 import type { LimitClassName } from './limit-classes.ts';
 
 type Entry = (Headroom & { limitClass: LimitClassName }) | null;

@@ -1,8 +1,10 @@
-// The governor's only door to the Store's slot logs, and what it does when the Store cannot be
-// reached: it falls back to conservative LOCAL rate shares, enforced in this process with the same
-// sliding log the memory store uses (at most the local limit of a class in any interval of its
-// window, on this replica), and goes back to the shared logs as soon as the Store answers again
-// (a ping every probeMs while local, so within about probeMs of its return).
+// The governor's only door to the Store's slot logs (the slot role, store/slot-store.ts), and what
+// it does when the Store cannot be reached: it falls back to conservative LOCAL rate shares,
+// enforced in this process by the store's own local log (store/local-slot-log.ts: the memory
+// store's sliding window, at most the local limit of a class in any interval of its window, on
+// this replica), and goes back to the shared logs as soon as the Store answers again (a ping every
+// probeMs while local, so within about probeMs of its return). The window maths is the store's:
+// this module only picks the log and the limit.
 //
 // Local limits (localShareOf): a class, its pacing, an app's cap and the upstream-minute cap get
 // floor(limit / expectedReplicas) (a class may set its own `localLimit`); share, waiting and
@@ -15,18 +17,18 @@
 //
 // Must never: grant a slot without a take (shared or local), let one Store fault refuse every
 // request, or report a mode change more than once per change.
-import type { Clock, WakeSignal } from '../clock.ts';
-import { MemorySlots } from '../store/memory/memory-slots.ts';
-import type { LimitClassSpec, LimitClassState, Store, TakeResult } from '../store/store.ts';
+import type { Clock } from '../clock.ts';
+import type { BusStore } from '../store/bus-store.ts';
+import { type LocalSlotLog, localSlotLog } from '../store/local-slot-log.ts';
+import type { LimitClassSpec, LimitClassState, SlotStore, TakeResult } from '../store/slot-store.ts';
+import type { Store } from '../store/store.ts';
 import type { LimitClassConfig, LimitClassName } from './limit-classes.ts';
 import { decodeStoreClass, isHintClass } from './store-class.ts';
 
-/** What the governor needs of the Store's slot logs (the Store's slot-log role). */
-export type SlotStore = Pick<Store, 'takeSlots' | 'returnSlots' | 'pauseClass' | 'limiterState'>;
-/** The pub/sub the upstream follower shares limit changes over. */
-export type LimitsBus = Pick<Store, 'publish' | 'subscribe'>;
-/** Everything the governor uses of a Store: the slot logs, the bus, and ping (outage probe). */
-export type GovernorStore = SlotStore & LimitsBus & Partial<Pick<Store, 'ping'>>;
+export type { SlotStore } from '../store/slot-store.ts';
+
+/** Everything the governor uses of a Store: the slot role, the bus role, and ping (outage probe). */
+export type GovernorStore = SlotStore & BusStore & Partial<Pick<Store, 'ping'>>;
 
 /** A slot log that can say which limit is in force for a spec now (local shares while local). */
 export interface GovernedSlots extends SlotStore {
@@ -79,7 +81,7 @@ export class SlotFallback implements GovernedSlots {
   private readonly replicas: number;
   private readonly probeMs: number;
   /** The local log; its clock can be set back to copy own slots in at their original times. */
-  private readonly local: MemorySlots;
+  private readonly local: LocalSlotLog;
   private backdateTo: number | null = null;
   /**
    * Slots given back while local (per id, the log names): the Store may still hold them (a
@@ -94,10 +96,7 @@ export class SlotFallback implements GovernedSlots {
     this.store = o.store;
     this.replicas = Math.max(1, o.expectedReplicas ?? 2);
     this.probeMs = o.probeMs ?? 250;
-    this.local = new MemorySlots({
-      now: () => this.backdateTo ?? o.clock.now(),
-      sleep: (ms: number, signal?: WakeSignal) => o.clock.sleep(ms, signal),
-    });
+    this.local = localSlotLog(() => this.backdateTo ?? o.clock.now());
   }
 
   /** true while the Store is unreachable and the local shares are in force. */

@@ -11,10 +11,10 @@
 // a malformed broadcast set a limit.
 import type { Clock } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
-import type { LimitClassSpec, LimitClassState } from '../store/store.ts';
+import type { BusStore } from '../store/bus-store.ts';
+import type { LimitClassSpec, LimitClassState, SlotStore } from '../store/slot-store.ts';
 import type { ClassBook, MinuteCap } from './class-book.ts';
 import { pausedClassOf, routeClasses } from './limit-classes.ts';
-import type { LimitsBus, SlotStore } from './slot-fallback.ts';
 import { encodeStoreClass } from './store-class.ts';
 import { readUpstreamSignals, type SignalOptions } from './upstream-signals.ts';
 
@@ -43,7 +43,7 @@ export interface UpstreamFollowerOptions {
   /** Where pauses are set and the minute log is read (the governor's slot logs). */
   store: SlotStore;
   /** Where changes are shared with the other replicas. */
-  bus: LimitsBus;
+  bus: BusStore;
   clock: Clock;
   book: FollowedLimits;
   /** This replica's id: its own broadcasts come back to it and are skipped. */

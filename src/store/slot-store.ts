@@ -1,5 +1,9 @@
 // The slot role of the Store: the rate limiter's sliding-window logs, every class of one call
-// taken atomically, and shared pauses (upstream 429 Retry-After).
+// taken atomically, and shared pauses (upstream 429 Retry-After). Also the same log in one process
+// (LocalSlotLog, local-slot-log.ts): the memory backend's engine, and the rate governor's log while
+// the shared Store cannot be reached. A log's sliding-window arithmetic is the backends' (the
+// Redis Lua scripts, memory/memory-slots.ts), since the atomic take needs it; the limiter only says
+// which logs a call takes, with what limit and window.
 //
 // Must never: grant a slot of one class and not the others, or shorten a pause.
 
@@ -53,4 +57,17 @@ export interface SlotStore {
    */
   pauseClass(name: string, durationMs: number): Promise<void>;
   limiterState(classes: LimitClassSpec[]): Promise<LimitClassState[]>;
+}
+
+/**
+ * The sliding-window log of one process, synchronous, on the clock it was made with: the same
+ * decisions as the slot role's (takeSlots, returnSlots, pauseClass, limiterState), without I/O.
+ */
+export interface LocalSlotLog {
+  /** Takes one slot of every class, or none (takeSlots without `read`). */
+  take(classes: LimitClassSpec[], id: string): TakeResult;
+  giveBack(classNames: string[], id: string): void;
+  /** Refuses the class for the next durationMs; never shortens a longer pause. */
+  pause(name: string, durationMs: number): void;
+  state(classes: LimitClassSpec[]): LimitClassState[];
 }

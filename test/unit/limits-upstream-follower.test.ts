@@ -7,6 +7,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { ClassBook } from '../../src/limits/class-book.ts';
 import { FairShare } from '../../src/limits/fair-share.ts';
 import { limitClassesWith } from '../../src/limits/limit-classes.ts';
+import { OwnSlots } from '../../src/limits/own-slots.ts';
 import { classSpec } from '../../src/limits/store-class.ts';
 import {
   decodeLimitsChange,
@@ -36,7 +37,7 @@ function classBook(store: Store, clock: ManualClock, instance: string, onError: 
     knownApps: () => [],
     onError,
   });
-  return new ClassBook(store, clock, classes, [], fair, 1000);
+  return new ClassBook(clock, classes, [], fair, 1000);
 }
 
 describe('minuteCapLimit', () => {
@@ -311,25 +312,27 @@ describe('UpstreamFollower: two replicas on one store', () => {
   });
 });
 
-describe("ClassBook: this replica's own minute log", () => {
+describe("OwnSlots: this replica's own minute log", () => {
   it('keeps only the minute log remembered last, whichever minute it is', () => {
     const clock = new ManualClock();
-    const book = classBook(new MemoryStore({ clock, cacheMaxBytes: 1 << 20 }), clock, 'a', () => {});
+    const book = new OwnSlots(
+      classBook(new MemoryStore({ clock, cacheMaxBytes: 1 << 20 }), clock, 'a', () => {}),
+    );
     const minute = (resetAtMs: number) => classSpec({ kind: 'minute', resetAtMs }, 60, 61_000);
     const key = classSpec({ kind: 'class', cls: 'key' }, 60, 60_000);
-    const logs = () => [...book.ownSlots.keys()].sort();
+    const logs = () => [...book.logs.keys()].sort();
     const m1 = minute(clock.now() + 30_000);
     const m2 = minute(clock.now() + 90_000);
     book.remember(key, 'k1', clock.now());
     book.remember(m1, 'k1', clock.now());
     book.remember(m1, 'k2', clock.now());
     expect(logs()).toEqual(['key', m1.name].sort());
-    expect(book.ownSlots.get(m1.name)?.size).toBe(2);
+    expect(book.logs.get(m1.name)?.size).toBe(2);
     book.remember(m2, 'k3', clock.now());
     expect(logs()).toEqual(['key', m2.name].sort());
     // An older minute remembered again (an answer that came late) replaces the newer one, as before.
     book.remember(m1, 'k4', clock.now());
     expect(logs()).toEqual(['key', m1.name].sort());
-    expect(book.ownSlots.get(m1.name)?.size).toBe(1);
+    expect(book.logs.get(m1.name)?.size).toBe(1);
   });
 });

@@ -1,9 +1,10 @@
 // The memory store's limiter logs: the same sliding-window decisions the Redis Lua scripts in
-// redis/scripts.ts make, against the injected clock, and the slot role on top of them.
+// redis/slot-scripts.ts make, against the injected clock (a LocalSlotLog, slot-store.ts), and the
+// slot role on top of them.
 //
 // Must never: read Date.now(), or partially apply a take (all classes or none).
 import type { Clock } from '../../clock.ts';
-import type { LimitClassSpec, LimitClassState, SlotStore, TakeResult } from '../slot-store.ts';
+import type { LimitClassSpec, LimitClassState, LocalSlotLog, SlotStore, TakeResult } from '../slot-store.ts';
 import { isNoPause, limitClasses, ttlOf } from '../store-util.ts';
 import type { WriteCounter } from './write-counter.ts';
 
@@ -18,11 +19,11 @@ interface SlotLog {
   ids: Set<string>;
 }
 
-export class MemorySlots {
+export class MemorySlots implements LocalSlotLog {
   private readonly logs = new Map<string, SlotLog>();
   private readonly windows = new Map<string, number>();
   private readonly pauses = new Map<string, number>();
-  constructor(private readonly clock: Clock) {}
+  constructor(private readonly clock: Pick<Clock, 'now'>) {}
 
   take(classes: LimitClassSpec[], id: string): TakeResult {
     const specs = limitClasses(classes);
