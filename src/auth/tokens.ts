@@ -30,3 +30,22 @@ export function matchToken<T extends { tokenHash: string }>(token: string, entri
   }
   return found;
 }
+
+const byHash = new WeakMap<readonly object[], Map<string, unknown>>();
+
+/**
+ * The app whose hash is the token's, through a map built once per configuration's entries (a
+ * reload makes a new array, so a new map): the authenticate stage and the hit path both use it.
+ * A map lookup's timing can at most tell whether SHA-256 of a guess shares a prefix with a held
+ * hash, which says nothing about any token; the admin doors keep matchToken's full scan.
+ */
+export function lookupToken<T extends { tokenHash: string }>(token: string, entries: readonly T[]): T | null {
+  let map = byHash.get(entries) as Map<string, T> | undefined;
+  if (!map) {
+    map = new Map();
+    // Later entries win, as matchToken's scan does.
+    for (const entry of entries) map.set(entry.tokenHash, entry);
+    byHash.set(entries, map);
+  }
+  return map.get(tokenHash(token)) ?? null;
+}

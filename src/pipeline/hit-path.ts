@@ -20,7 +20,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { bearerToken, tokenHash } from '../auth/tokens.ts';
+import { bearerToken, lookupToken } from '../auth/tokens.ts';
 import type { CachePolicy } from '../cache/cache-keys.ts';
 import { type CacheEntry, NO_DIRECTIVES } from '../cache/index.ts';
 import type { AppConfig, GatewayConfig } from '../config/schema.ts';
@@ -67,9 +67,6 @@ function isoOf(at: number): string {
   if (lastExpiry.at !== at) lastExpiry = { at, iso: new Date(at).toISOString() };
   return lastExpiry.iso;
 }
-
-/** Apps by token hash, one map per configuration (a reload builds the next). */
-const appsByHash = new WeakMap<GatewayConfig, Map<string, AppConfig>>();
 
 /**
  * The app a connection's Authorization header was found to be, per configuration: a keep-alive
@@ -284,14 +281,7 @@ function appOf(req: IncomingMessage, header: string | undefined, config: Gateway
   if (seen && seen.header === header && seen.config === config) return seen.app;
   const token = bearerToken(header);
   if (!token) return null;
-  let apps = appsByHash.get(config);
-  if (!apps) {
-    apps = new Map();
-    // Later entries win, as matchToken's scan does.
-    for (const app of config.apps) apps.set(app.tokenHash, app);
-    appsByHash.set(config, apps);
-  }
-  const app = apps.get(tokenHash(token)) ?? null;
+  const app = lookupToken(token, config.apps);
   if (app) socket[AUTH] = { header, config, app };
   return app;
 }
