@@ -47,12 +47,16 @@ function hasBinaries(): boolean {
   );
 }
 
+/** A node's redis-server exited before it answered (its output kept for the message). */
+class NodeExited extends Error {}
+
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       if (await check()) return;
-    } catch {
+    } catch (error) {
+      if (error instanceof NodeExited) throw error;
       // a node not answering yet
     }
     if (Date.now() > deadline) throw new Error(`Redis cluster: ${what} within ${timeoutMs} ms`);
@@ -111,41 +115,62 @@ export async function startTestCluster(options: { replicas?: boolean } = {}): Pr
     rmSync(dir, { recursive: true, force: true });
   };
   try {
+    // Each node on free ports; a node that exits before it answers (its port taken meanwhile by a
+    // parallel test: freePort() only knew it was free a moment ago) is started again on others.
     for (let i = 0; i < count; i++) {
-      const port = await freePort();
-      // The cluster bus defaults to port + 10000, which may be another process's port (a gateway
-      // a parallel test started): give it a free port of its own (Redis 7 cluster-port).
-      const busPort = await freePort();
-      ports.push(port);
-      const child = spawn(
-        'redis-server',
-        [
-          '--port',
-          String(port),
-          '--bind',
-          '127.0.0.1',
-          '--cluster-enabled',
-          'yes',
-          '--cluster-port',
-          String(busPort),
-          '--cluster-config-file',
-          join(dir, `nodes-${port}.conf`),
-          '--cluster-node-timeout',
-          '1000',
-          '--dir',
-          dir,
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-        ],
-        { stdio: 'ignore' },
-      );
-      children.push(child);
-      childOf.set(port, child);
+      for (let attempt = 1; ; attempt++) {
+        const port = await freePort();
+        // The cluster bus defaults to port + 10000, which may be another process's port (a gateway
+        // a parallel test started): give it a free port of its own (Redis 7 cluster-port).
+        const busPort = await freePort();
+        const child = spawn(
+          'redis-server',
+          [
+            '--port',
+            String(port),
+            '--bind',
+            '127.0.0.1',
+            '--cluster-enabled',
+            'yes',
+            '--cluster-port',
+            String(busPort),
+            '--cluster-config-file',
+            join(dir, `nodes-${port}.conf`),
+            '--cluster-node-timeout',
+            '1000',
+            '--dir',
+            dir,
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        let said = '';
+        const keep = (chunk: Buffer) => {
+          said = (said + chunk.toString()).slice(-2_000);
+        };
+        child.stdout?.on('data', keep);
+        child.stderr?.on('data', keep);
+        children.push(child);
+        const exited = () => child.exitCode !== null || child.signalCode !== null;
+        try {
+          await until(`node ${port} up`, async () => {
+            if (exited()) throw new NodeExited(said);
+            return withNode(port, async (c) => (await c.ping()) === 'PONG');
+          });
+        } catch (error) {
+          if (!(error instanceof NodeExited) || attempt >= 3) {
+            throw new Error(`${(error as Error).message}; redis-server said: ${said.trim().slice(-500)}`);
+          }
+          continue;
+        }
+        ports.push(port);
+        childOf.set(port, child);
+        break;
+      }
     }
-    for (const port of ports)
-      await until(`node ${port} up`, () => withNode(port, async (c) => (await c.ping()) === 'PONG'));
     await run('redis-cli', [
       '--cluster',
       'create',
