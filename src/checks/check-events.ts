@@ -7,7 +7,7 @@
 //
 // Must never: answer 2xx to an event it did not verify and store, or log a secret.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { WebhookSecrets } from '../config/schema.ts';
+import type { GatewayConfig, WebhookSecrets } from '../config/schema.ts';
 import { ApiError, sendError } from '../errors.ts';
 import type { WebhookEventResult } from '../metrics/metric-catalogue.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
@@ -30,6 +30,8 @@ export function createCheckEvents(
   deps: PipelineDeps,
   secrets: WebhookSecrets,
   replicaId: string,
+  /** The configuration in force (a reload swaps it): whose webhooks a finished check goes to. */
+  live: () => GatewayConfig = () => deps.config,
 ): CheckEvents {
   const { config, store, clock, logger, metrics } = deps;
   const deliveries = new WebhookDeliveries({
@@ -47,7 +49,11 @@ export function createCheckEvents(
     onError: (err) => logger.warn({ err: (err as Error)?.message ?? String(err) }, 'webhook delivery fault'),
   });
   const completion = new CheckCompletion({
-    config,
+    // Read at each completion: an app a reload added, or a webhook URL it changed, is used at
+    // once (the timers' own settings above need a restart).
+    get config() {
+      return live();
+    },
     store,
     clock,
     cache: deps.cache,

@@ -109,7 +109,7 @@ export function wireGateway(deps: ServerDeps): Wiring {
     windowsScanLimit: config.metrics.windowsScanLimit,
   });
   const webhookSecrets = deps.webhookSecrets ?? { upstream: [], apps: {} };
-  const checkEvents = createCheckEvents(pipeline, webhookSecrets, randomUUID());
+  const checkEvents = createCheckEvents(pipeline, webhookSecrets, randomUUID(), () => pipeline.policy.config);
   return {
     metrics,
     savings,
