@@ -139,12 +139,10 @@ export class SqliteFinanceStore implements FinanceStore {
       `SELECT ms, seq, record FROM audit WHERE ${where} ORDER BY ms, seq LIMIT ?`,
       params,
     );
-    const entries = rows
-      .slice(0, limit)
-      .map((r) => ({
-        ...(JSON.parse(String(r.record)) as AuditRecord),
-        id: `${Number(r.ms)}-${Number(r.seq)}`,
-      }));
+    const entries = rows.slice(0, limit).map((r) => ({
+      ...(JSON.parse(String(r.record)) as AuditRecord),
+      id: `${Number(r.ms)}-${Number(r.seq)}`,
+    }));
     return { entries, next: rows.length > limit ? entries.at(-1)!.id : null };
   }
 
