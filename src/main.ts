@@ -129,14 +129,17 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   }
   if (store instanceof EmbeddedStore)
     logger.info({ file: store.moneyFile }, 'money store: embedded database');
-  // Budget overrides and the audit trail: on the same Redis (same prefix) as the store, or in memory.
+  // Budget overrides and the audit trail live where money lives (create-finance-store.ts):
+  // PostgreSQL on the money pool, the embedded money.db, or the store's Redis (same prefix).
   const finance = createFinanceStore({
+    money: store,
     redisUrl: config.store.redisUrl,
     redisClusterNodes: config.store.redisClusterNodes,
     prefix: config.store.prefix,
     onError: (err) => logger.warn({ err: (err as Error)?.message ?? String(err) }, 'finance store fault'),
   });
   cleanups.unshift(() => finance.close());
+  logger.info({ backend: finance.kind }, 'finance store: budget settings and the audit trail');
   const upstream = new UpstreamClient({ url: upstreamUrl, apiKey, connections: config.upstream.connections });
   cleanups.unshift(() => upstream.close());
   // OpenTelemetry traces when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (src/ops/tracing.ts);

@@ -95,7 +95,7 @@ export type BudgetWriteResult =
   | { ok: false; current: StoredBudget | null };
 
 export interface FinanceStore {
-  readonly kind: 'memory' | 'redis';
+  readonly kind: 'memory' | 'redis' | 'postgres' | 'sqlite';
   /** Bumped by every budget write: a replica compares it to its copy's (the reserve path). */
   settingsVersion(): Promise<number>;
   /** Every stored budget and the settings version they make up, read together. */

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { type PendingCharge, StoreUnavailableError } from '../../src/store/index.ts';
 import { EmbeddedStore } from '../../src/store/sqlite/embedded-store.ts';
-import { MoneyDb } from '../../src/store/sqlite/sqlite-db.ts';
+import { MoneyDb, SCHEMA_VERSION } from '../../src/store/sqlite/sqlite-db.ts';
 import { LOCK_FILE } from '../../src/store/sqlite/state-lock.ts';
 import { runStoreContract } from './contract-harness.ts';
 
@@ -226,7 +226,9 @@ describe('EmbeddedStore only', () => {
     const db = new MoneyDb(dir);
     db.tx(() => db.run('PRAGMA user_version = 99'));
     db.close();
-    expect(() => open()).toThrow(/schema version 99, newer than this cpgw knows \(1\)/);
+    expect(() => open()).toThrow(
+      new RegExp(`schema version 99, newer than this cpgw knows \\(${SCHEMA_VERSION}\\)`),
+    );
     // The refused open released its lock: a later open meets the same refusal, not "in use".
     expect(() => open()).toThrow(/schema version 99/);
   });

@@ -499,6 +499,114 @@ ALTER FUNCTION cpgw.release_charge(text)
   SET plan_cache_mode = force_generic_plan SET enable_bitmapscan = off;
 `;
 
+// Version 3: what finance sets at run time (src/finance/pg-finance-store.ts): budget overrides
+// set through PUT /admin/budgets, the settings version every budget write bumps, and the admin
+// audit trail, so PostgreSQL is the system of record for them as it is for the ledger. A budget
+// write is one function (one transaction): lock the settings row (it serialises budget writes,
+// the first write of a budget included, when there is no row yet to lock), lock the budget row,
+// compare its version, upsert it, append the audit row, bump the settings version. Audit ids
+// `<ms>-<seq>` come from cpgw.audit_head, locked by each append until it commits (as the
+// ledger's). Lock order: finance_settings, budget_settings, audit_head.
+const V3_FINANCE = `
+CREATE TABLE cpgw.budget_settings (
+  scope text NOT NULL,
+  period text NOT NULL,
+  source text NOT NULL CHECK (source IN ('admin', 'config')),
+  limit_minor bigint,
+  soft_minor bigint,
+  version integer NOT NULL,
+  updated_by text NOT NULL,
+  updated_at bigint NOT NULL,
+  reason text NOT NULL,
+  PRIMARY KEY (scope, period)
+);
+COMMENT ON TABLE cpgw.budget_settings IS 'cpgw: budgets set by finance (PUT /admin/budgets); source admin wins over the config';
+
+CREATE TABLE cpgw.finance_settings (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  version bigint NOT NULL
+);
+INSERT INTO cpgw.finance_settings (one, version) VALUES (true, 0);
+
+CREATE TABLE cpgw.audit (
+  ms bigint NOT NULL,
+  seq integer NOT NULL,
+  id text NOT NULL UNIQUE,
+  at bigint NOT NULL,
+  actor text NOT NULL,
+  action text NOT NULL,
+  target text NOT NULL,
+  record jsonb NOT NULL,
+  PRIMARY KEY (ms, seq)
+);
+COMMENT ON TABLE cpgw.audit IS 'cpgw: every admin mutation (append-only; id <ms>-<seq> is commit-ordered; kept 400 days)';
+
+CREATE TABLE cpgw.audit_head (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  ms bigint NOT NULL,
+  seq integer NOT NULL
+);
+INSERT INTO cpgw.audit_head (one, ms, seq) VALUES (true, -1, -1);
+
+-- Appends an audit row; its id's time is max(at, the last id's time), so ids follow commit
+-- order; drops rows older than p_keep ms behind it. "0-0" is never an id (as on Redis).
+CREATE FUNCTION cpgw.append_audit(p_at bigint, p_record jsonb, p_keep bigint) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  m bigint;
+  s integer;
+  rid text;
+BEGIN
+  UPDATE cpgw.audit_head
+    SET ms = greatest(ms, p_at),
+        seq = CASE WHEN p_at > ms THEN (CASE WHEN p_at = 0 THEN 1 ELSE 0 END) ELSE seq + 1 END
+    RETURNING ms, seq INTO m, s;
+  rid := m::text || '-' || s::text;
+  INSERT INTO cpgw.audit (ms, seq, id, at, actor, action, target, record)
+    VALUES (m, s, rid, p_at, p_record ->> 'actor', p_record ->> 'action', p_record ->> 'target', p_record);
+  DELETE FROM cpgw.audit WHERE ms < m - p_keep;
+  RETURN rid;
+END $$;
+
+CREATE FUNCTION cpgw.budget_json(b cpgw.budget_settings) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  SELECT jsonb_build_object('scope', b.scope, 'period', b.period, 'source', b.source,
+    'limitMinor', b.limit_minor, 'softMinor', b.soft_minor, 'version', b.version,
+    'updatedBy', b.updated_by, 'updatedAt', b.updated_at, 'reason', b.reason)
+$$;
+
+-- Compare-and-set of one budget plus its audit row plus the settings version, in one
+-- transaction: {"ok": true, "settingsVersion", "auditId"} or {"ok": false, "current"}.
+CREATE FUNCTION cpgw.write_budget(p_budget jsonb, p_expect integer, p_at bigint, p_audit jsonb,
+    p_keep bigint) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  cur cpgw.budget_settings;
+  v bigint;
+  rid text;
+BEGIN
+  PERFORM 1 FROM cpgw.finance_settings WHERE one FOR UPDATE;
+  SELECT * INTO cur FROM cpgw.budget_settings
+    WHERE scope = p_budget ->> 'scope' AND period = p_budget ->> 'period' FOR UPDATE;
+  IF coalesce(cur.version, 0) <> p_expect THEN
+    RETURN jsonb_build_object('ok', false,
+      'current', CASE WHEN cur.scope IS NULL THEN NULL ELSE cpgw.budget_json(cur) END);
+  END IF;
+  INSERT INTO cpgw.budget_settings AS b (scope, period, source, limit_minor, soft_minor, version,
+      updated_by, updated_at, reason)
+    VALUES (p_budget ->> 'scope', p_budget ->> 'period', p_budget ->> 'source',
+      cpgw.json_int(p_budget -> 'limitMinor'), cpgw.json_int(p_budget -> 'softMinor'),
+      (p_budget ->> 'version')::integer, p_budget ->> 'updatedBy',
+      cpgw.json_int(p_budget -> 'updatedAt'), p_budget ->> 'reason')
+    ON CONFLICT (scope, period) DO UPDATE SET source = excluded.source,
+      limit_minor = excluded.limit_minor, soft_minor = excluded.soft_minor,
+      version = excluded.version, updated_by = excluded.updated_by,
+      updated_at = excluded.updated_at, reason = excluded.reason;
+  rid := cpgw.append_audit(p_at, p_audit, p_keep);
+  UPDATE cpgw.finance_settings SET version = version + 1 WHERE one RETURNING version INTO v;
+  RETURN jsonb_build_object('ok', true, 'settingsVersion', v, 'auditId', rid);
+END $$;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -509,6 +617,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 2,
     name: 'money: the same steps in fewer statements (set-based reserve, lazy hold expiry)',
     sql: V2_FUNCTIONS,
+  },
+  {
+    version: 3,
+    name: 'finance: budget settings, settings version, admin audit trail',
+    sql: V3_FINANCE,
   },
 ];
 

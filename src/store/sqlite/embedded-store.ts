@@ -72,6 +72,11 @@ export class EmbeddedStore extends ComposedStore {
     this.parts = roles;
   }
 
+  /** The money database itself (finance/sqlite-finance-store.ts keeps its tables in it). */
+  get moneyDb(): MoneyDb {
+    return this.parts.db;
+  }
+
   /** Where the money roles live (absolute path of money.db). */
   get moneyFile(): string {
     return this.parts.db.path;

@@ -22,7 +22,7 @@ export type Param = number | string | null;
 export const MONEY_DB_FILE = 'money.db';
 
 /** The schema this code writes; a file with a higher user_version is refused. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const SCHEMA_V1 = `
 CREATE TABLE counters (
@@ -58,6 +58,37 @@ CREATE TABLE windows (
   dossier_until INTEGER NOT NULL,
   requisites_until INTEGER NOT NULL,
   expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+`;
+
+// Version 2: what finance sets at run time (finance/sqlite-finance-store.ts): budget overrides,
+// the settings version, and the admin audit trail, in the money file so they survive what money
+// survives (a restart, a kill -9).
+const SCHEMA_V2 = `
+CREATE TABLE budget_settings (
+  scope TEXT NOT NULL,
+  period TEXT NOT NULL,
+  source TEXT NOT NULL,
+  limit_minor INTEGER,
+  soft_minor INTEGER,
+  version INTEGER NOT NULL,
+  updated_by TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (scope, period)
+) WITHOUT ROWID;
+CREATE TABLE finance_settings (
+  one INTEGER PRIMARY KEY CHECK (one = 1),
+  version INTEGER NOT NULL
+);
+INSERT INTO finance_settings (one, version) VALUES (1, 0);
+CREATE TABLE audit (
+  ms INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  action TEXT NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY (ms, seq)
 ) WITHOUT ROWID;
 `;
 
@@ -105,9 +136,10 @@ export class MoneyDb {
           `${this.path} has schema version ${version}, newer than this cpgw knows (${SCHEMA_VERSION}): run the newer version`,
         );
       }
-      if (version < 1) {
+      if (version < SCHEMA_VERSION) {
         this.tx(() => {
-          this.db.exec(SCHEMA_V1);
+          if (version < 1) this.db.exec(SCHEMA_V1);
+          if (version < 2) this.db.exec(SCHEMA_V2);
           this.db.exec(`PRAGMA user_version=${SCHEMA_VERSION}`);
         });
       }
@@ -176,7 +208,12 @@ export class MoneyDb {
     if (this.closed) return;
     this.closed = true;
     try {
-      for (const s of this.statements.values()) s.finalize();
+      // finalize() reports a statement's last failure again (an aborted insert): not a close fault.
+      for (const s of this.statements.values()) {
+        try {
+          s.finalize();
+        } catch {}
+      }
       this.statements.clear();
       this.db.close();
     } finally {
