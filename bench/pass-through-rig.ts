@@ -9,8 +9,11 @@ import type { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { type Child, startCpgw } from './cpgw-process.ts';
 
-/** `keys`: upstream keys, each its own account (1, 2, ...). */
-export async function startLiftedEmulator(keys: readonly string[]): Promise<{ child: Child; url: string }> {
+/** `keys`: upstream keys, each its own account (1, 2, ...); `extra`: more `cpgw emulator` options. */
+export async function startLiftedEmulator(
+  keys: readonly string[],
+  extra: readonly string[] = [],
+): Promise<{ child: Child; url: string }> {
   const emu = await startCpgw(
     [
       'emulator',
@@ -21,6 +24,7 @@ export async function startLiftedEmulator(keys: readonly string[]): Promise<{ ch
       '100000000',
       '--suggest-limit',
       '100000000',
+      ...extra,
     ],
     {},
     /http:\/\/127\.0\.0\.1:\d+/,
