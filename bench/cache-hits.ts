@@ -27,7 +27,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -37,6 +36,7 @@ import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { cacheHitsSvg } from './chart.ts';
 import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
 import { type NginxCache, startNginxCache } from './nginx-cache.ts';
+import { captureSteady, differences, type RawAnswer, rawGet, startCeiling } from './raw-http.ts';
 import { runWrk, wrkAvailable } from './wrk-load.ts';
 
 const argValue = (name: string): string | undefined => {
@@ -381,89 +381,6 @@ async function once(
   }
 }
 
-/** One answer as it came off the socket: status line, header lines in order, body. */
-interface RawAnswer {
-  status: number;
-  statusMessage: string;
-  headers: Array<[string, string]>;
-  body: Buffer;
-}
-
-/**
- * One GET over a fresh socket, written as wrk writes it (request line, Host, the given headers),
- * the answer read as raw bytes (Content-Length bodies only: a chunked answer throws).
- */
-function rawGet(url: string, path: string, headers: Record<string, string>): Promise<RawAnswer> {
-  const { hostname, port } = new URL(url);
-  if (hostname !== '127.0.0.1') throw new Error(`loopback only: ${url}`);
-  const request = [
-    `GET ${path} HTTP/1.1`,
-    `Host: ${hostname}:${port}`,
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-    '',
-    '',
-  ].join('\r\n');
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let data = Buffer.alloc(0);
-    const timer = setTimeout(() => socket.destroy(new Error(`no full answer from ${url}${path}`)), 5000);
-    socket.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    socket.on('data', (chunk: Buffer) => {
-      data = Buffer.concat([data, chunk]);
-      const end = data.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const [statusLine, ...lines] = data.subarray(0, end).toString('latin1').split('\r\n');
-      const m = /^HTTP\/1\.1 (\d{3}) ?(.*)$/.exec(statusLine!);
-      if (!m) return reject(new Error(`bad status line ${statusLine}`));
-      const fields = lines.map((line): [string, string] => {
-        const colon = line.indexOf(':');
-        return [line.slice(0, colon), line.slice(colon + 1).trim()];
-      });
-      const length = fields.find(([k]) => k.toLowerCase() === 'content-length')?.[1];
-      if (length === undefined) {
-        clearTimeout(timer);
-        socket.destroy();
-        return reject(new Error(`${url}${path}: no Content-Length (chunked?): ${lines.join(' | ')}`));
-      }
-      if (data.length < end + 4 + Number(length)) return;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({
-        status: Number(m[1]),
-        statusMessage: m[2]!,
-        headers: fields,
-        body: Buffer.from(data.subarray(end + 4, end + 4 + Number(length))),
-      });
-    });
-    socket.write(request);
-  });
-}
-
-/** Headers Node's http server writes itself after the application's (not captured for the ceiling). */
-const RUNTIME_HEADERS = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding']);
-
-/**
- * Where two answers differ: status, header names/order, the value of a header not in `varying`,
- * body. Empty when they are the same bytes but for the values of the `varying` headers.
- */
-function differences(a: RawAnswer, b: RawAnswer, varying: ReadonlySet<string>): string[] {
-  const out: string[] = [];
-  if (a.status !== b.status || a.statusMessage !== b.statusMessage)
-    out.push(`status ${a.status} ${a.statusMessage} / ${b.status} ${b.statusMessage}`);
-  const names = (x: RawAnswer) => x.headers.map(([k]) => k).join(', ');
-  if (names(a) !== names(b)) out.push(`header order: ${names(a)} / ${names(b)}`);
-  for (const [i, [k, v]] of a.headers.entries()) {
-    const other = b.headers[i];
-    if (other && other[0] === k && other[1] !== v && !varying.has(k.toLowerCase()))
-      out.push(`${k}: ${v} / ${other[1]}`);
-  }
-  if (!a.body.equals(b.body)) out.push(`body ${a.body.length} B / ${b.body.length} B, not equal`);
-  return out;
-}
-
 function globEscape(text: string): string {
   return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
@@ -637,69 +554,35 @@ try {
   const redisServer = servers.find((x) => x.name === 'gateway, redis');
   const answers: Array<{ target: Target; first: RawAnswer; varying: Set<string>; redis: RawAnswer | null }> =
     [];
-  let keepAliveTimeoutMs = 0;
-  const headerOf = (a: RawAnswer, name: string) => a.headers.find(([k]) => k.toLowerCase() === name)?.[1];
-  const names = (a: RawAnswer) => a.headers.map(([k]) => k).join(',');
   for (const target of TARGETS) {
     const headers = { authorization: `Bearer ${token}`, 'accept-encoding': target.acceptEncoding };
-    let first: RawAnswer | null = null;
-    let second: RawAnswer | null = null;
-    for (let attempt = 0; attempt < 20; attempt++) {
-      for (const gw of [memoryServer, ...(redisServer ? [redisServer] : [])])
-        for (let i = 0; i < 5; i++) await rawGet(gw.url, target.path, headers);
-      await new Promise((r) => setTimeout(r, 100));
-      first = await rawGet(memoryServer.url, target.path, headers);
-      second = await rawGet(memoryServer.url, target.path, headers);
-      const coding = headerOf(first, 'content-encoding') ?? null;
-      if (
-        first.status === 200 &&
-        headerOf(first, 'x-cache') === 'HIT' &&
-        coding === target.gatewayEncoding &&
-        names(first) === names(second)
-      )
-        break;
-      first = null;
-    }
-    if (!first || !second)
-      throw new Error(`no steady HIT of ${target.name} with Content-Encoding ${target.gatewayEncoding}`);
-    const varying = new Set(['date']);
-    for (const [k, v] of first.headers)
-      if (headerOf(second, k.toLowerCase()) !== v) varying.add(k.toLowerCase());
+    const { first, varying } = await captureSteady(
+      memoryServer.url,
+      target.path,
+      headers,
+      target.gatewayEncoding,
+      redisServer ? [redisServer.url] : [],
+    );
     // The Redis gateway's answer in the same warm state: its hit path needs the windows and the
     // rate headroom read from Redis within the last 200 ms, so a read after a pause takes the
     // full pipeline (other header order); three back to back, the last one kept.
     let redisAnswer: RawAnswer | null = null;
     if (redisServer)
       for (let i = 0; i < 3; i++) redisAnswer = await rawGet(redisServer.url, target.path, headers);
-    const keepAlive = first.headers.find(([k]) => k.toLowerCase() === 'keep-alive')?.[1] ?? '';
-    keepAliveTimeoutMs = Number(/timeout=(\d+)/.exec(keepAlive)?.[1] ?? 5) * 1000;
     answers.push({ target, first, varying, redis: redisAnswer });
   }
-  const answersFile = join(dir, 'ceiling-answers.json');
-  await writeFile(
-    answersFile,
-    JSON.stringify({
-      keepAliveTimeoutMs,
-      answers: answers.map(({ target, first }) => ({
-        path: target.path,
-        acceptEncoding: target.acceptEncoding,
-        status: first.status,
-        statusMessage: first.statusMessage,
-        headers: first.headers.filter(([k]) => !RUNTIME_HEADERS.has(k.toLowerCase())),
-        body: first.body.toString('base64'),
-      })),
-    }),
-  );
-  const ceilingProcess = await startCpgw(
-    [answersFile],
-    {},
-    /listening on (http:\/\/127\.0\.0\.1:\d+)/,
-    'bench/node-ceiling-server.js',
+  const ceilingProcess = await startCeiling(
+    dir,
+    answers.map(({ target, first }) => ({
+      path: target.path,
+      acceptEncoding: target.acceptEncoding,
+      answer: first,
+    })),
   );
   children.push(ceilingProcess.child);
   const ceiling: Server = {
     name: CEILING,
-    url: ceilingProcess.match[1]!,
+    url: ceilingProcess.url,
     token,
     pid: () => ceilingProcess.child.process.pid,
   };

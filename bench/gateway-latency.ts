@@ -4,7 +4,7 @@
 // gateway it alternates direct and gateway calls (sequential, keep-alive) so both see the same
 // machine state, then prints median/p99 of both and of the difference, and writes
 // bench/results/gateway-latency.json.
-//   node bin/run-ts.js bench/gateway-latency.ts [N] [--paid N] [--stores memory,redis,postgres,redis+postgres] [--interleaved]
+//   node bin/run-ts.js bench/gateway-latency.ts [N] [--paid N] [--stores memory,embedded,redis,postgres,redis+postgres] [--interleaved]
 // Two kinds of call:
 // - pass-through (N rounds, default 2000; `Cache-Control: no-cache`, so every call goes
 //   upstream): an in-window dossier (the gateway must estimate 0), a bank record and suggest
@@ -16,8 +16,11 @@
 //   to the emulator too, so both pay its first-read work), and the emulator's wallet is large
 //   enough never to refuse.
 // Stores (each gateway its own upstream account, Redis key prefix and PostgreSQL database):
-// - memory: no Redis, no PostgreSQL; the hot state in memory and money in the embedded
-//   database (<stateDir>/money.db, SQLite, a durable commit per money step), as one process runs;
+// - memory: the pure memory store (store.stateDir null: money in memory too, lost on restart),
+//   what this bench measured as "memory" until the embedded money store came;
+// - embedded: no Redis, no PostgreSQL, the default stateDir: hot state in memory and money in the
+//   embedded database (<stateDir>/money.db, SQLite, WAL, synchronous=FULL: a commit per money step
+//   returns after fsync), as one process runs by default;
 // - redis: hot state and money on Redis (REDIS_URL, else redis://127.0.0.1:6379);
 // - postgres: money in PostgreSQL (store.postgresUrl; a database created for the run by
 //   test/helpers/postgres.ts and dropped after), hot state in memory;
@@ -32,8 +35,9 @@
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix, or touch a database
 // it did not create; leave a process it started running.
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
+import { dirname } from 'node:path';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { completeInn } from '../src/domain/identifiers.ts';
@@ -56,8 +60,8 @@ const PAID_WARMUP = 20;
 /** Rounds per block; the gateways' blocks are taken in turn. */
 const BLOCK = 250;
 const PAID_BLOCK = 50;
-type StoreName = 'memory' | 'redis' | 'postgres' | 'redis+postgres';
-const ALL_STORES: StoreName[] = ['memory', 'redis', 'postgres', 'redis+postgres'];
+type StoreName = 'memory' | 'embedded' | 'redis' | 'postgres' | 'redis+postgres';
+const ALL_STORES: StoreName[] = ['memory', 'embedded', 'redis', 'postgres', 'redis+postgres'];
 const STORES = (argValue('--stores') ?? ALL_STORES.join(','))
   .split(',')
   .filter((s): s is StoreName => (ALL_STORES as string[]).includes(s));
@@ -110,6 +114,7 @@ interface Gateway {
 }
 
 const children: Child[] = [];
+const configDirs: string[] = [];
 const databases: TestDatabase[] = [];
 const prefixes: string[] = [];
 const gateways: Gateway[] = [];
@@ -123,11 +128,16 @@ try {
   );
   children.push(emu.child);
   const { configFile, token } = await writeLiftedGatewayConfig();
+  const memoryConfig = await writeLiftedGatewayConfig({ token, extra: 'store:\n  stateDir: null\n' });
+  configDirs.push(dirname(configFile), dirname(memoryConfig.configFile));
   const haveRedis = await redisAnswers();
   for (const [i, store] of ALL_STORES.entries()) {
     if (!STORES.includes(store)) continue;
     const env: Record<string, string> = {
-      CPGW_CONFIG: configFile,
+      // memory: no state dir at all (the config's stateDir null), so money stays in memory.
+      ...(store === 'memory'
+        ? { CPGW_CONFIG: memoryConfig.configFile, CPGW_STATE_DIR: '' }
+        : { CPGW_CONFIG: configFile }),
       CPGW_PORT: '0',
       CPGW_UPSTREAM_URL: emu.url,
       CPGW_UPSTREAM_API_KEY: gatewayKey(store),
@@ -288,6 +298,7 @@ try {
   for (const child of children.reverse()) await stopCpgw(child);
   for (const db of databases) await db.drop().catch((err) => console.error(`drop ${db.name}: ${err}`));
   if (prefixes.length) await deleteKeysUnder(REDIS_URL, prefixes);
+  for (const d of configDirs) await rm(d, { recursive: true, force: true });
 }
 await mkdir('bench/results', { recursive: true });
 const report = {
@@ -297,7 +308,9 @@ const report = {
   loadavg_1m_at_start: Math.round(LOAD_AT_START * 100) / 100,
   loadavg_1m_at_end: Math.round(loadavg()[0]! * 100) / 100,
   stores: {
-    memory: 'hot state in memory, money in the embedded database (<stateDir>/money.db, SQLite)',
+    memory: 'the pure memory store: hot state and money in memory (store.stateDir null)',
+    embedded:
+      'hot state in memory, money in the embedded database (<stateDir>/money.db, SQLite, synchronous=FULL)',
     redis: 'hot state and money on Redis',
     postgres: 'money in PostgreSQL (a database created for the run), hot state in memory',
     'redis+postgres': 'money in PostgreSQL, hot state on Redis',

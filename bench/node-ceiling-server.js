@@ -7,6 +7,8 @@
 // from its Keep-Alive header), so the bytes on the wire match the gateway's but for the Date.
 // Plain JavaScript (run by node itself, not through tsx): the ceiling must carry no loader cost.
 //   node bench/node-ceiling-server.js ANSWERS.json   (prints "listening on http://127.0.0.1:PORT")
+// CEILING_SPIN_US=N (diagnostics only, bench/hit-profile.ts --ceiling-spin-us): each answer first
+// spins N µs of CPU, to see what a few µs of JavaScript per request cost on this machine.
 // ANSWERS.json: { keepAliveTimeoutMs, answers: [{ path, acceptEncoding, status, statusMessage, headers: [[name,
 // value], ...], body (base64) }] }.
 // Must never: listen beyond 127.0.0.1, or keep running after SIGTERM/SIGINT.
@@ -29,8 +31,13 @@ for (const a of spec.answers) {
   });
 }
 const notFound = Buffer.from('{"error":"not captured"}');
+const spinMs = Number(process.env.CEILING_SPIN_US ?? 0) / 1000;
 
 const server = createServer((req, res) => {
+  if (spinMs > 0) {
+    const until = performance.now() + spinMs;
+    while (performance.now() < until);
+  }
   const answer = answers.get(`${req.url}|${req.headers['accept-encoding'] ?? ''}`);
   if (answer === undefined) {
     res.writeHead(404, ['content-type', 'application/json', 'content-length', String(notFound.length)]);

@@ -32,16 +32,21 @@ export async function startLiftedEmulator(
   return { child: emu.child, url: emu.match[0] };
 }
 
-/** A gateway config with one app (`bench`) and the token that app uses. */
-export async function writeLiftedGatewayConfig(): Promise<{ configFile: string; token: string }> {
-  const token = newToken();
+/**
+ * A gateway config with one app (`bench`) and the token that app uses (`token`, or a new one);
+ * `extra`: more top-level YAML (e.g. `store:\n  stateDir: null\n`).
+ */
+export async function writeLiftedGatewayConfig(
+  options: { token?: string; extra?: string } = {},
+): Promise<{ configFile: string; token: string }> {
+  const token = options.token ?? newToken();
   const dir = await mkdtemp(join(tmpdir(), 'cpgw-bench-'));
   const configFile = join(dir, 'gateway.yaml');
   await writeFile(
     configFile,
     // The emulator's limits are lifted, so the gateway's must be too (a ceiling over what the
     // upstream reports), or the bench would measure the rate queue instead of the gateway.
-    `log:\n  level: warn\nlimits:\n  key: { limit: 1000000, burst: 1000000 }\n  suggest: { limit: 1000000, burst: 1000000 }\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
+    `log:\n  level: warn\nlimits:\n  key: { limit: 1000000, burst: 1000000 }\n  suggest: { limit: 1000000, burst: 1000000 }\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n${options.extra ?? ''}`,
   );
   return { configFile, token };
 }
