@@ -4,7 +4,11 @@
 // gateway it alternates direct and gateway calls (sequential, keep-alive) so both see the same
 // machine state, then prints median/p99 of both and of the difference, and writes
 // bench/results/gateway-latency.json.
-//   node bin/run-ts.js bench/gateway-latency.ts [N] [--paid N] [--stores memory,embedded,redis,postgres,redis+postgres] [--interleaved]
+//   node bin/run-ts.js bench/gateway-latency.ts [N] [--paid N] [--stores memory,embedded,redis,postgres,redis+postgres] [--interleaved] [--pg-stats]
+// --pg-stats: each PostgreSQL database of the run counts its functions' calls (ALTER DATABASE ...
+// SET track_functions = 'pl', that database only); around the paid-miss phase (after a 12 s wait
+// each time: backends flush their statistics when idle) the commits and the money functions'
+// calls and time per paid call are read from pg_stat_database and pg_stat_user_functions.
 // Two kinds of call:
 // - pass-through (N rounds, default 2000; `Cache-Control: no-cache`, so every call goes
 //   upstream): an in-window dossier (the gateway must estimate 0), a bank record and suggest
@@ -39,6 +43,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { dirname } from 'node:path';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { Pool } from 'undici';
 import { completeInn } from '../src/domain/identifiers.ts';
 import { isUnknownInn } from '../src/emulator/data/core.ts';
@@ -53,6 +58,7 @@ const argValue = (name: string): string | undefined => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const INTERLEAVED = args.includes('--interleaved');
+const PG_STATS = args.includes('--pg-stats');
 const flagValues = new Set(['--paid', '--stores'].map((f) => argValue(f)));
 const N = Number(args.find((a) => !a.startsWith('--') && !flagValues.has(a)) ?? 2000);
 const PAID = Number(argValue('--paid') ?? 300);
@@ -105,6 +111,58 @@ async function redisAnswers(): Promise<boolean> {
   }
 }
 
+async function pgQuery<R extends pg.QueryResultRow>(url: string, sql: string): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(sql)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+interface PgStats {
+  commits: number;
+  functions: Map<string, { calls: number; totalMs: number; selfMs: number }>;
+}
+
+/** Each PostgreSQL store's commits and function statistics, after a 12 s wait (idle backends flush theirs). */
+async function pgStats(): Promise<Map<StoreName, PgStats>> {
+  await new Promise((r) => setTimeout(r, 12_000));
+  const out = new Map<StoreName, PgStats>();
+  for (const [store, db] of databaseOf) {
+    const [row] = await pgQuery<{ c: string }>(
+      db.url,
+      'SELECT xact_commit AS c FROM pg_stat_database WHERE datname = current_database()',
+    );
+    const fns = await pgQuery<{ f: string; calls: string; total: number; self: number }>(
+      db.url,
+      "SELECT schemaname || '.' || funcname AS f, calls, total_time AS total, self_time AS self FROM pg_stat_user_functions",
+    );
+    out.set(store, {
+      commits: Number(row?.c ?? 0),
+      functions: new Map(
+        fns.map((f) => [f.f, { calls: Number(f.calls), totalMs: Number(f.total), selfMs: Number(f.self) }]),
+      ),
+    });
+  }
+  return out;
+}
+
+/** Per paid call: commits (those of the bench's own statistics reads included: 2 per read) and each function's calls and time. */
+function perCall(a: PgStats, b: PgStats, calls: number) {
+  const functions: Record<string, { calls: number; total_ms: number }> = {};
+  for (const [f, x] of b.functions) {
+    const y = a.functions.get(f) ?? { calls: 0, totalMs: 0, selfMs: 0 };
+    if (x.calls === y.calls) continue;
+    functions[f] = {
+      calls: Math.round(((x.calls - y.calls) / calls) * 100) / 100,
+      total_ms: Math.round(((x.totalMs - y.totalMs) / calls) * 1000) / 1000,
+    };
+  }
+  return { commits: Math.round(((b.commits - a.commits) / calls) * 100) / 100, functions };
+}
+
 interface Gateway {
   store: StoreName;
   pool: Pool;
@@ -116,6 +174,7 @@ interface Gateway {
 const children: Child[] = [];
 const configDirs: string[] = [];
 const databases: TestDatabase[] = [];
+const databaseOf = new Map<StoreName, TestDatabase>();
 const prefixes: string[] = [];
 const gateways: Gateway[] = [];
 const results: Record<string, unknown> = {};
@@ -157,7 +216,9 @@ try {
         continue;
       }
       databases.push(db);
+      databaseOf.set(store, db);
       env.CPGW_POSTGRES_URL = db.url;
+      if (PG_STATS) await pgQuery(db.url, `ALTER DATABASE ${db.name} SET track_functions = 'pl'`);
     }
     const gw = await startCpgw(['start'], env, /listening on (http:\/\/[^\s)]+)/);
     children.push(gw.child);
@@ -276,6 +337,7 @@ try {
 
   if (PAID > 0) {
     for (const pass of passes) await alternatePaid(pass, PAID_WARMUP); // warm-up
+    const before = PG_STATS ? await pgStats() : null;
     const row: Row = { n: PAID };
     const times = new Map(gw.map((g) => [g.store, { d: [] as number[], g: [] as number[] }]));
     for (let done = 0; done < PAID; done += PAID_BLOCK) {
@@ -286,6 +348,11 @@ try {
           times.get(store)!.g.push(...g);
         }
       }
+    }
+    if (before) {
+      const after = await pgStats();
+      for (const [store, b] of before)
+        row[`${store}_postgres_per_paid_call`] = perCall(b, after.get(store)!, PAID);
     }
     const parts = summarise(row, times);
     results['paid miss (new company: reserve, upstream call, record; 100 KB)'] = row;
