@@ -6,9 +6,11 @@
 // bench/results/gateway-latency.json.
 //   node bin/run-ts.js bench/gateway-latency.ts [N] [--paid N] [--stores memory,embedded,redis,postgres,redis+postgres] [--interleaved] [--pg-stats]
 // --pg-stats: each PostgreSQL database of the run counts its functions' calls (ALTER DATABASE ...
-// SET track_functions = 'pl', that database only); around the paid-miss phase (after a 12 s wait
+// SET track_functions = 'pl', that database only); around each measured phase (after a 12 s wait
 // each time: backends flush their statistics when idle) the commits and the money functions'
-// calls and time per paid call are read from pg_stat_database and pg_stat_user_functions.
+// calls and time per gateway call are read from pg_stat_database and pg_stat_user_functions.
+// Diagnostics: the waits leave the processes idle before each phase, so take the latencies
+// from a run without it.
 // Two kinds of call:
 // - pass-through (N rounds, default 2000; `Cache-Control: no-cache`, so every call goes
 //   upstream): an in-window dossier (the gateway must estimate 0), a bank record and suggest
@@ -319,6 +321,7 @@ try {
     // sample the same stretches of machine time: on a shared VM the same pass can move by tens
     // of percent from one minute to the next.
     for (const pass of passes) await alternate(route.path, pass, 200); // warm-up
+    const before = PG_STATS ? await pgStats() : null;
     const times = new Map(gw.map((g) => [g.store, { d: [] as number[], g: [] as number[] }]));
     for (let done = 0; done < N; done += BLOCK) {
       for (const pass of passes) {
@@ -328,6 +331,10 @@ try {
           times.get(store)!.g.push(...g);
         }
       }
+    }
+    if (before) {
+      const after = await pgStats();
+      for (const [store, b] of before) row[`${store}_postgres_per_call`] = perCall(b, after.get(store)!, N);
     }
     const parts = summarise(row, times);
     results[route.name] = row;
