@@ -2,7 +2,8 @@
 // panel per concurrency, in each a group of horizontal bars per target (dossier identity, gzip,
 // br; bank record), one bar per server (emulator direct, nginx proxy_cache, the node:http
 // ceiling, gateway memory, gateway Redis), its median req/s beside it and, beside a gateway's
-// bar, its ratios to nginx and to the node:http ceiling in the same run. A server the run did not have (no nginx, no Redis) is absent, legend included.
+// bar, its ratios to nginx and to the node:http ceiling in the same run (beside the ceiling's,
+// its ratio to nginx). A server the run did not have (no nginx, no Redis) is absent, legend included.
 // Fixed 900 px wide, system font, light background, no external reference: GitHub shows it as
 // an image in both its light and dark themes.
 //   node bin/run-ts.js bench/chart.ts [in.json] [out.svg]   (bench/results/cache-hits.json -> .svg)
