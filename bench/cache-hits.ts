@@ -2,16 +2,25 @@
 // flight) and p50/p99 latency of the gateway answering from its cache, for a ~100 KB dossier
 // (identity, gzip and brotli as stored) and a bank record, with the memory store and with the
 // Redis store, beside nginx proxy_cache in front of the emulator (bench/nginx-cache.ts, when
-// nginx is installed) and the upstream emulator answering the same requests directly, in the
-// same run. The load comes from wrk (bench/wrk-load.ts; one thread) when it is installed, else
-// from this process (undici); with wrk each cell is first checked by requests from this process. Emulators and gateways are their own processes (`cpgw emulator`, `cpgw start`),
-// as in production; this process is only the client (undici). The direct reads go to a twin
-// emulator (same code, data and seed) whose key limit never refuses them; the gateways' own
-// upstream keeps the spec's 60/min (or --upstream-key-limit), which the gateways follow.
-// Every gateway answer must be 200 with X-Cache: HIT (and the expected Content-Encoding);
-// anything else is counted as an error. Prints a table and writes bench/results/cache-hits.json
-// and its chart, bench/results/cache-hits.svg (bench/chart.ts).
-//   node bin/run-ts.js bench/cache-hits.ts [--seconds 1] [--rounds 4] [--concurrency 16,64] [--upstream-key-limit 60] [--no-wrk]
+// nginx is installed), the upstream emulator answering the same requests directly, and the
+// runtime's ceiling: a bare `node:http` server (bench/node-ceiling-server.js, its own process)
+// writing, for each cell, exactly the bytes the gateway sent for it (status, headers with
+// Content-Encoding, body; captured from the memory gateway once per run and checked equal on the
+// wire but for Date and the headers that change per answer), all in the same run. The load comes
+// from wrk (bench/wrk-load.ts; one thread) when it is installed, else from this process (undici);
+// with wrk each cell is first checked by requests from this process. Emulators and gateways are
+// their own processes (`cpgw emulator`, `cpgw start`), as in production; this process is only
+// the client. The direct reads go to a twin emulator (same code, data and seed) whose key limit
+// never refuses them; the gateways' own upstream keeps the spec's 60/min (or
+// --upstream-key-limit), which the gateways follow. Every gateway answer must be 200 with
+// X-Cache: HIT (and the expected Content-Encoding); anything else is counted as an error.
+// Each round takes every cell once, the servers of a cell in an order rotated by one every round
+// (so each server takes each place in turn); each figure is the median over the rounds. Ratios:
+// each gateway's req/s over the ceiling's and over nginx's, Redis over memory, for the same
+// target and connections (ratios of the medians; the JSON also has the median of the per-round
+// ratios). Issue 33's HIT targets are checked and printed. Prints a table and writes
+// bench/results/cache-hits.json and its chart, bench/results/cache-hits.svg (bench/chart.ts).
+//   node bin/run-ts.js bench/cache-hits.ts [--seconds 1] [--rounds 5] [--concurrency 16,64] [--upstream-key-limit 60] [--no-wrk]
 // Redis: REDIS_URL, else redis://127.0.0.1:6379; a unique key prefix, and only the keys under
 // it are deleted at the end.
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix.
@@ -27,6 +36,7 @@ import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { cacheHitsSvg } from './chart.ts';
 import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
 import { type NginxCache, startNginxCache } from './nginx-cache.ts';
+import { captureSteady, differences, type RawAnswer, rawGet, startCeiling } from './raw-http.ts';
 import { runWrk, wrkAvailable } from './wrk-load.ts';
 
 const argValue = (name: string): string | undefined => {
@@ -34,7 +44,8 @@ const argValue = (name: string): string | undefined => {
   return i >= 0 ? process.argv[i + 1] : undefined;
 };
 const SECONDS = Number(argValue('--seconds') ?? 1);
-const ROUNDS = Number(argValue('--rounds') ?? 4);
+/** Default 5: one round per place in the rotation of the 5 servers. */
+const ROUNDS = Number(argValue('--rounds') ?? 5);
 const WARMUP_SECONDS = 0.3;
 const CONCURRENCY = (argValue('--concurrency') ?? '16,64').split(',').map(Number);
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -46,7 +57,18 @@ const USE_WRK = !process.argv.includes('--no-wrk') && wrkAvailable();
 const INN = '7707083893';
 const BIC = '044525225';
 
-type ServerName = 'emulator (direct)' | 'nginx proxy_cache' | 'gateway, memory' | 'gateway, redis';
+type ServerName =
+  | 'emulator (direct)'
+  | 'nginx proxy_cache'
+  | 'node:http ceiling'
+  | 'gateway, memory'
+  | 'gateway, redis';
+const CEILING: ServerName = 'node:http ceiling';
+/** Issue 33: every HIT cell >= 0.9x the ceiling; Redis >= 0.95x memory; p99 at 16 connections <= 2 ms. */
+const TARGET_VS_CEILING = 0.9;
+const TARGET_REDIS_VS_MEMORY = 0.95;
+const TARGET_P99_MS = 2;
+const TARGET_P99_CONCURRENCY = 16;
 
 interface Target {
   name: string;
@@ -126,6 +148,14 @@ interface Cell extends Round {
   concurrency: number;
   /** req/s over nginx proxy_cache's for the same target and concurrency in this run (null without nginx). */
   vs_nginx: number | null;
+  /** req/s over the node:http ceiling's (same target and concurrency, this run): ratio of the medians. */
+  vs_ceiling: number | null;
+  /** The median over the rounds of this round's req/s over the ceiling's in the same round. */
+  vs_ceiling_paired: number | null;
+  /** Redis gateway only: req/s over the memory gateway's (ratio of the medians). */
+  vs_memory: number | null;
+  /** Redis gateway only: the median over the rounds of the per-round ratio to the memory gateway. */
+  vs_memory_paired: number | null;
   /** Requests and errors over all rounds; every other figure is its median over the rounds. */
   rounds: Array<Pick<Round, 'req_per_s' | 'p50_ms' | 'p99_ms' | 'client_cores'>>;
 }
@@ -293,6 +323,10 @@ function cellOf(target: Target, server: ServerName, concurrency: number, rounds:
     server,
     concurrency,
     vs_nginx: null,
+    vs_ceiling: null,
+    vs_ceiling_paired: null,
+    vs_memory: null,
+    vs_memory_paired: null,
     requests: rounds.reduce((sum, r) => sum + r.requests, 0),
     errors,
     req_per_s: median(rounds.map((r) => r.req_per_s)),
@@ -315,7 +349,7 @@ const errorCount = (c: Pick<Round, 'errors'>) => Object.values(c.errors).reduce(
 
 /** One line of the printed table: two text columns, then right-aligned figures. */
 function row(columns: Array<string | number>): string {
-  const widths = [18, 18, 4, 7, 24, 7, 7, 6, 7, 15, 6, 8];
+  const widths = [18, 18, 4, 7, 30, 7, 7, 6, 7, 15, 6, 8, 7, 6];
   return columns
     .map((c, i) => (i < 2 ? String(c).padEnd(widths[i]!) : String(c).padStart(widths[i] ?? 8)))
     .join(' ');
@@ -403,6 +437,8 @@ const children: Child[] = [];
 let nginx: NginxCache | null = null;
 const cells: Cell[] = [];
 const warmup: Record<string, unknown> = {};
+/** Per target: what the ceiling serves (the memory gateway's HIT) and how the others' bytes compare. */
+const ceilingCapture: Array<Record<string, unknown>> = [];
 let cleanup: { deleted: number; left: number } | null = null;
 try {
   // Two emulators from the same code and data: the gateways' upstream keeps the spec's key limit
@@ -507,6 +543,72 @@ try {
   if (directCheck.status !== 200 || directCheck.charged !== '0')
     throw new Error(`direct dossier read not free: ${JSON.stringify(directCheck)}`);
 
+  // The node:http ceiling. Each target's HIT as the memory gateway writes it in the steady state
+  // (after the warm-up reads below: a coding the gateway has not stored yet is answered in
+  // identity while it is made, and the first HITs after a MISS put their headers in another
+  // order), read off the socket twice (what differs between the two answers, and Date, is
+  // "varying": a request id, an age), then served by a bare node:http process; its answers must
+  // be the gateway's bytes but for the varying values. The Redis gateway's answers are compared
+  // too (reported, not required).
+  const memoryServer = servers.find((x) => x.name === 'gateway, memory')!;
+  const redisServer = servers.find((x) => x.name === 'gateway, redis');
+  const answers: Array<{ target: Target; first: RawAnswer; varying: Set<string>; redis: RawAnswer | null }> =
+    [];
+  for (const target of TARGETS) {
+    const headers = { authorization: `Bearer ${token}`, 'accept-encoding': target.acceptEncoding };
+    const { first, varying } = await captureSteady(
+      memoryServer.url,
+      target.path,
+      headers,
+      target.gatewayEncoding,
+      redisServer ? [redisServer.url] : [],
+    );
+    // The Redis gateway's answer in the same warm state: its hit path needs the windows and the
+    // rate headroom read from Redis within the last 200 ms, so a read after a pause takes the
+    // full pipeline (other header order); three back to back, the last one kept.
+    let redisAnswer: RawAnswer | null = null;
+    if (redisServer)
+      for (let i = 0; i < 3; i++) redisAnswer = await rawGet(redisServer.url, target.path, headers);
+    answers.push({ target, first, varying, redis: redisAnswer });
+  }
+  const ceilingProcess = await startCeiling(
+    dir,
+    answers.map(({ target, first }) => ({
+      path: target.path,
+      acceptEncoding: target.acceptEncoding,
+      answer: first,
+    })),
+  );
+  children.push(ceilingProcess.child);
+  const ceiling: Server = {
+    name: CEILING,
+    url: ceilingProcess.url,
+    token,
+    pid: () => ceilingProcess.child.process.pid,
+  };
+  servers.splice(nginx ? 1 : 0, 0, ceiling);
+  for (const { target, first, varying, redis: redisAnswer } of answers) {
+    const headers = { authorization: `Bearer ${token}`, 'accept-encoding': target.acceptEncoding };
+    const fromCeiling = await rawGet(ceiling.url, target.path, headers);
+    const wire = differences(first, fromCeiling, varying);
+    if (wire.length) throw new Error(`the ceiling's ${target.name} is not the gateway's: ${wire.join('; ')}`);
+    const redisWire = redisAnswer ? differences(first, redisAnswer, varying) : null;
+    ceilingCapture.push({
+      target: target.name,
+      status: first.status,
+      headers: first.headers.map(([k, v]) =>
+        varying.has(k.toLowerCase()) ? `${k}: (varies)` : `${k}: ${v}`,
+      ),
+      body_bytes: first.body.length,
+      wire_bytes:
+        `HTTP/1.1 ${first.status} ${first.statusMessage}\r\n\r\n`.length +
+        first.headers.reduce((n, [k, v]) => n + k.length + v.length + 4, 0) +
+        first.body.length,
+      ceiling_differences: wire,
+      redis_gateway_differences: redisWire,
+    });
+  }
+
   console.log(
     `cache-hits: ${cpus().length} CPUs, node ${process.version}, load ${loadavg()[0]!.toFixed(2)}; ${ROUNDS} rounds of ${SECONDS} s per cell (after ${WARMUP_SECONDS} s warm-up); req/s, p50, p99, CPU: medians over the rounds; CPU ms/req: the server process (+ the Redis server); client: cores this client used`,
   );
@@ -524,38 +626,58 @@ try {
       'CPU ms/req',
       'client',
       'vs nginx',
+      'vs ceil',
+      'vs mem',
     ]),
   );
   // One unrecorded pass over every server and target first (JIT, heap sizing, connections).
   for (const server of [direct, ...servers])
     for (const target of TARGETS) await measure(server, target, CONCURRENCY[0]!, null);
-  // Rounds alternate the order of the servers, so a disturbance on this shared machine does
-  // not always land on the same one; each cell reports the median of its rounds.
+  // Every round takes each cell once; a cell's servers run in an order rotated by one place every
+  // round (round r starts at the r-th server), so over as many rounds as servers each one takes
+  // each place, and a disturbance on this shared machine does not always land on the same one.
+  // Each cell reports the median of its rounds.
   const plan: Array<{ target: Target; concurrency: number }> = [];
   for (const target of TARGETS) for (const concurrency of CONCURRENCY) plan.push({ target, concurrency });
   const rounds = new Map<string, Round[]>();
   const keyOf = (t: Target, c: number, s: ServerName) => `${t.name}|${c}|${s}`;
-  for (let round = 0; round < ROUNDS; round++) {
+  const all = [direct, ...servers];
+  for (let r = 0; r < ROUNDS; r++) {
+    const shift = r % all.length;
+    const order = [...all.slice(shift), ...all.slice(0, shift)];
+    console.error(`round ${r + 1}/${ROUNDS}: ${order.map((x) => x.name).join(' -> ')}`);
     for (const { target, concurrency } of plan) {
-      const order = round % 2 === 0 ? [direct, ...servers] : [direct, ...servers].reverse();
       for (const server of order) {
         const key = keyOf(target, concurrency, server.name);
         rounds.set(key, [...(rounds.get(key) ?? []), await measure(server, target, concurrency, redis)]);
       }
     }
   }
+  /** Median over the rounds of a's req/s over b's in the same round. */
+  const paired = (a: Round[] | undefined, b: Round[] | undefined) =>
+    a && b ? round(median(a.map((r, i) => r.req_per_s / b[i]!.req_per_s)), 3) : null;
   for (const { target, concurrency } of plan) {
-    for (const server of [direct, ...servers]) {
-      const cell = cellOf(
-        target,
-        server.name,
-        concurrency,
-        rounds.get(keyOf(target, concurrency, server.name))!,
-      );
+    for (const server of all) {
+      const own = rounds.get(keyOf(target, concurrency, server.name))!;
+      const cell = cellOf(target, server.name, concurrency, own);
       const nginxCell = cells.find(
         (c) => c.server === 'nginx proxy_cache' && c.target === cell.target && c.concurrency === concurrency,
       );
       if (nginxCell) cell.vs_nginx = round(cell.req_per_s / nginxCell.req_per_s, 2);
+      const ceilingCell = cells.find(
+        (c) => c.server === CEILING && c.target === cell.target && c.concurrency === concurrency,
+      );
+      if (ceilingCell && server.name !== CEILING) {
+        cell.vs_ceiling = round(cell.req_per_s / ceilingCell.req_per_s, 3);
+        cell.vs_ceiling_paired = paired(own, rounds.get(keyOf(target, concurrency, CEILING)));
+      }
+      const memoryCell = cells.find(
+        (c) => c.server === 'gateway, memory' && c.target === cell.target && c.concurrency === concurrency,
+      );
+      if (memoryCell && server.name === 'gateway, redis') {
+        cell.vs_memory = round(cell.req_per_s / memoryCell.req_per_s, 3);
+        cell.vs_memory_paired = paired(own, rounds.get(keyOf(target, concurrency, 'gateway, memory')));
+      }
       cells.push(cell);
       const cpu =
         cell.server_cpu_ms_per_req === null
@@ -575,6 +697,8 @@ try {
           cpu,
           Number.isNaN(cell.client_cores) ? 'wrk' : cell.client_cores.toFixed(2),
           cell.vs_nginx === null ? '' : `${cell.vs_nginx}x`,
+          cell.vs_ceiling === null ? '' : `${cell.vs_ceiling.toFixed(2)}x`,
+          cell.vs_memory === null ? '' : `${cell.vs_memory.toFixed(2)}x`,
         ]),
       );
       if (errorCount(cell)) console.log(`    errors: ${JSON.stringify(cell.errors)}`);
@@ -590,6 +714,54 @@ try {
   }
 }
 
+// Issue 33's HIT targets, cell by cell (gateway cells only).
+interface TargetCheck {
+  target: string;
+  cells: number;
+  missed: Array<{ cell: string; value: number | null }>;
+}
+const gatewayCells = cells.filter((c) => c.server === 'gateway, memory' || c.server === 'gateway, redis');
+const label = (c: Cell) => `${c.target}, ${c.server.replace('gateway, ', '')}, ${c.concurrency}`;
+const checkTarget = (
+  name: string,
+  of: Cell[],
+  value: (c: Cell) => number | null,
+  ok: (v: number) => boolean,
+) => {
+  const missed = of.filter((c) => {
+    const v = value(c);
+    return v === null || !ok(v);
+  });
+  return { target: name, cells: of.length, missed: missed.map((c) => ({ cell: label(c), value: value(c) })) };
+};
+const targets: TargetCheck[] = [
+  checkTarget(
+    `req/s >= ${TARGET_VS_CEILING}x the node:http ceiling (memory and Redis)`,
+    gatewayCells,
+    (c) => c.vs_ceiling,
+    (v) => v >= TARGET_VS_CEILING,
+  ),
+  checkTarget(
+    `Redis req/s >= ${TARGET_REDIS_VS_MEMORY}x memory`,
+    cells.filter((c) => c.server === 'gateway, redis'),
+    (c) => c.vs_memory,
+    (v) => v >= TARGET_REDIS_VS_MEMORY,
+  ),
+  checkTarget(
+    `p99 <= ${TARGET_P99_MS} ms at ${TARGET_P99_CONCURRENCY} connections`,
+    gatewayCells.filter((c) => c.concurrency === TARGET_P99_CONCURRENCY),
+    (c) => c.p99_ms,
+    (v) => v <= TARGET_P99_MS,
+  ),
+];
+if (cells.length) {
+  console.log('issue 33 HIT targets (medians of the rounds):');
+  for (const t of targets)
+    console.log(
+      `  ${t.target}: ${t.cells - t.missed.length} of ${t.cells} cells met${t.missed.length ? `; missed: ${t.missed.map((m) => `${m.cell} (${m.value})`).join(', ')}` : ''}`,
+    );
+}
+
 const report = {
   bench: 'cache-hits',
   at: new Date().toISOString(),
@@ -602,7 +774,7 @@ const report = {
     loadavg_1m_at_end: round(loadavg()[0] ?? 0, 2),
   },
   setup:
-    'gateway (memory store) and gateway (Redis store) each their own process (cpgw start, log level warn) in front of one emulator with the key limit upstream_key_limit_per_minute (the spec 60/min by default; the gateways follow it); direct reads go to a twin emulator process (same code, data, seed) with limits that never refuse. This process is the client: undici Pool, one connection per request in flight, closed loop, bodies streamed and counted. Every gateway answer checked: 200, X-Cache HIT, Content-Encoding as expected; direct answers: 200 and X-Charged-Minor 0 (inside the window the first direct read opened). Each cell runs in several rounds, the server order alternating between rounds; req_per_s, p50/p99 and CPU are medians over the rounds (the lower middle for an even count), rounds lists each. Redis runs on the same machine; redis_cpu_ms_per_req is the whole Redis server CPU.',
+    'gateway (memory store) and gateway (Redis store) each their own process (cpgw start, log level warn) in front of one emulator with the key limit upstream_key_limit_per_minute (the spec 60/min by default; the gateways follow it); direct reads go to a twin emulator process (same code, data, seed) with limits that never refuse; nginx proxy_cache (one worker) in front of the twin; the node:http ceiling (bench/node-ceiling-server.js, its own process) answers each cell with the bytes the memory gateway sent for it (captured once, checked equal on the wire but for Date and the headers that changed between two gateway answers: see ceiling). Load: wrk, one thread (without wrk: this process, undici Pool, one connection per request in flight, closed loop). Every gateway answer checked: 200, X-Cache HIT, Content-Encoding as expected; direct answers: 200 and X-Charged-Minor 0 (inside the window the first direct read opened). Each round takes every cell once, its servers in an order rotated by one place every round; req_per_s, p50/p99 and CPU are medians over the rounds (the lower middle for an even count), rounds lists each. vs_ceiling / vs_nginx / vs_memory: ratios of the medians; *_paired: median of the per-round ratios. Redis runs on the same machine; redis_cpu_ms_per_req is the whole Redis server CPU.',
   settings: {
     upstream_key_limit_per_minute: UPSTREAM_KEY_LIMIT,
     rounds: ROUNDS,
@@ -613,6 +785,8 @@ const report = {
     redis_prefix: PREFIX,
   },
   warmup,
+  ceiling: ceilingCapture,
+  targets,
   redis_cleanup: cleanup,
   total_seconds: round((Date.now() - began) / 1000, 1),
   results: cells,

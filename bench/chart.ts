@@ -1,8 +1,9 @@
 // The cache-hits chart: bench/results/cache-hits.json drawn as an SVG the README shows. One
 // panel per concurrency, in each a group of horizontal bars per target (dossier identity, gzip,
-// br; bank record), one bar per server (emulator direct, nginx proxy_cache, gateway memory,
-// gateway Redis), its median req/s beside it and, beside a gateway's bar, its ratio to nginx in
-// the same run. A server the run did not have (no nginx, no Redis) is absent, legend included.
+// br; bank record), one bar per server (emulator direct, nginx proxy_cache, the node:http
+// ceiling, gateway memory, gateway Redis), its median req/s beside it and, beside a gateway's
+// bar, its ratios to nginx and to the node:http ceiling in the same run (beside the ceiling's,
+// its ratio to nginx). A server the run did not have (no nginx, no Redis) is absent, legend included.
 // Fixed 900 px wide, system font, light background, no external reference: GitHub shows it as
 // an image in both its light and dark themes.
 //   node bin/run-ts.js bench/chart.ts [in.json] [out.svg]   (bench/results/cache-hits.json -> .svg)
@@ -19,6 +20,10 @@ export interface CacheHitsCell {
   concurrency: number;
   /** req/s over nginx proxy_cache's for the same target and concurrency (null without nginx). */
   vs_nginx: number | null;
+  /** req/s over the node:http ceiling's (absent in runs before the ceiling was measured). */
+  vs_ceiling?: number | null;
+  /** Redis gateway: req/s over the memory gateway's (absent in older runs). */
+  vs_memory?: number | null;
   errors: Record<string, number>;
   req_per_s: number;
   p50_ms: number;
@@ -44,18 +49,20 @@ export interface CacheHitsReport {
 const SERVER_COLOURS: ReadonlyArray<readonly [string, string]> = [
   ['emulator (direct)', '#999999'],
   ['nginx proxy_cache', '#009E73'],
+  ['node:http ceiling', '#CC79A7'],
   ['gateway, memory', '#0072B2'],
   ['gateway, redis', '#D55E00'],
 ];
 /** For a server the list above does not know (a later benchmark's addition). */
-const SPARE_COLOURS = ['#CC79A7', '#E69F00', '#56B4E9', '#F0E442', '#000000'];
+const SPARE_COLOURS = ['#E69F00', '#56B4E9', '#F0E442', '#000000'];
 const NGINX = 'nginx proxy_cache';
+const CEILING = 'node:http ceiling';
 
 const WIDTH = 900;
 const MARGIN = 16;
 /** Target labels left of the bars; value, ratio and error text right of them. */
 const PLOT_X0 = 170;
-const PLOT_X1 = WIDTH - MARGIN - 150;
+const PLOT_X1 = WIDTH - MARGIN - 205;
 const BAR_H = 14;
 const BAR_GAP = 3;
 const GROUP_GAP = 12;
@@ -148,11 +155,17 @@ export function cacheHitsSvg(report: CacheHitsReport): string {
   y += 22;
   const model = m.cpu_model && m.cpu_model.length > 48 ? `${m.cpu_model.slice(0, 47)}…` : m.cpu_model;
   const ratios = cells.some((c) => c.vs_nginx !== null && c.server !== NGINX);
+  const ceilingRatios = cells.some((c) => c.vs_ceiling != null && c.server !== CEILING);
   const notes = [
     `${m.cpus} CPUs${model ? ` (${model})` : ''}, ${m.platform}, Node ${m.node}; run ${when(report.at)}`,
     `Load (1 min) ${m.loadavg_1m_at_start} at start, ${m.loadavg_1m_at_end} at end; each bar is the median of ${s.rounds} round${s.rounds === 1 ? '' : 's'} of ${s.seconds_per_round} s.`,
-    ...(ratios
-      ? ["Beside a gateway's bar: its req/s over nginx proxy_cache's for the same target and connections."]
+    ...(ratios || ceilingRatios
+      ? [
+          `Beside a gateway's bar: its req/s over ${[ratios ? "nginx proxy_cache's" : '', ceilingRatios ? "the node:http ceiling's" : ''].filter(Boolean).join(' and over ')}, same target and connections.`,
+        ]
+      : []),
+    ...(present.has(CEILING)
+      ? ['The node:http ceiling: a bare node:http server writing the bytes the gateway sent for that cell.']
       : []),
   ];
   for (const note of notes) {
@@ -200,7 +213,8 @@ export function cacheHitsSvg(report: CacheHitsReport): string {
         const value = Number.isFinite(cell.req_per_s) && cell.req_per_s > 0 ? cell.req_per_s : 0;
         const width = value * scale;
         const errors = Object.values(cell.errors ?? {}).reduce((sum, n) => sum + n, 0);
-        const tip = `${server}, ${target}, ${concurrency} connections: ${thousands(value)} req/s, p50 ${cell.p50_ms} ms, p99 ${cell.p99_ms} ms${errors ? `, ${errors} errors` : ''}`;
+        const vsMemory = cell.vs_memory != null ? `, ${cell.vs_memory.toFixed(2)}x memory` : '';
+        const tip = `${server}, ${target}, ${concurrency} connections: ${thousands(value)} req/s, p50 ${cell.p50_ms} ms, p99 ${cell.p99_ms} ms${vsMemory}${errors ? `, ${errors} errors` : ''}`;
         out.push(
           `<rect class="bar" data-server="${escapeXml(server)}" data-target="${escapeXml(target)}" data-concurrency="${concurrency}" data-req-per-s="${value}" x="${PLOT_X0}" y="${barY}" width="${px(width)}" height="${BAR_H}" fill="${colour.get(server)}"><title>${escapeXml(tip)}</title></rect>`,
         );
@@ -211,6 +225,11 @@ export function cacheHitsSvg(report: CacheHitsReport): string {
         lx += textWidth(label, 11) + 6;
         if (cell.vs_nginx !== null && Number.isFinite(cell.vs_nginx) && server !== NGINX) {
           const ratio = `${cell.vs_nginx.toFixed(2)}× nginx`;
+          out.push(text(lx, labelY, ratio, { size: 11, fill: MUTED }));
+          lx += textWidth(ratio, 11) + 6;
+        }
+        if (cell.vs_ceiling != null && Number.isFinite(cell.vs_ceiling) && server !== CEILING) {
+          const ratio = `${cell.vs_ceiling.toFixed(2)}× ceiling`;
           out.push(text(lx, labelY, ratio, { size: 11, fill: MUTED }));
           lx += textWidth(ratio, 11) + 6;
         }

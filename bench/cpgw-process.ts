@@ -41,12 +41,23 @@ export function startCpgw(
 ): Promise<{ child: Child; match: RegExpExecArray }> {
   if (entry === 'bin/cpgw.js') ensureBuilt();
   // Each gateway its own money file (store.stateDir; one process owns a state directory), removed
-  // when the process ends, unless the caller chose the directory.
+  // when the process ends, unless the caller chose the directory. CPGW_STATE_DIR '' : none is
+  // set, so the config file's store.stateDir holds (null there: money in memory, the pure memory
+  // store).
+  const configState = env.CPGW_STATE_DIR === '';
   const ownState =
-    args[0] === 'start' && !env.CPGW_STATE_DIR ? mkdtempSync(join(tmpdir(), 'cpgw-bench-state-')) : null;
+    args[0] === 'start' && !configState && !env.CPGW_STATE_DIR
+      ? mkdtempSync(join(tmpdir(), 'cpgw-bench-state-'))
+      : null;
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...(ownState ? { CPGW_STATE_DIR: ownState } : {}),
+    ...env,
+  };
+  if (configState) delete childEnv.CPGW_STATE_DIR;
   const [command, ...before] = [...launcher, process.execPath];
   const proc = spawn(command!, [...before, entry, ...args], {
-    env: { ...process.env, ...(ownState ? { CPGW_STATE_DIR: ownState } : {}), ...env },
+    env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -1,166 +1,401 @@
 // Benchmark: latency the gateway adds over a direct call to the upstream, measured in the
-// same run. The emulator and the gateway each run as their own process (`cpgw emulator`,
+// same run. The emulator and the gateways each run as their own process (`cpgw emulator`,
 // `cpgw start`), as in production; this process is only the client. For each route and each
 // gateway it alternates direct and gateway calls (sequential, keep-alive) so both see the same
 // machine state, then prints median/p99 of both and of the difference, and writes
 // bench/results/gateway-latency.json.
-//   node bin/run-ts.js bench/gateway-latency.ts [N] [--interleaved]
-// With Redis reachable (REDIS_URL, else redis://127.0.0.1:6379) a second gateway on the Redis
-// store is measured too (a unique key prefix; only its keys are deleted). Each gateway is called
-// alone (direct, gateway, direct, gateway, ...), in blocks of 250 rounds taken in turn with the
-// other gateway's blocks, so both see the same stretches of machine time. Were the two
+//   node bin/run-ts.js bench/gateway-latency.ts [N] [--paid N] [--stores memory,embedded,redis,postgres,redis+postgres] [--interleaved] [--pg-stats]
+// --pg-stats: each PostgreSQL database of the run counts its functions' calls (ALTER DATABASE ...
+// SET track_functions = 'pl', that database only); around each measured phase (after a 12 s wait
+// each time: backends flush their statistics when idle) the commits and the money functions'
+// calls and time per gateway call are read from pg_stat_database and pg_stat_user_functions.
+// Diagnostics: the waits leave the processes idle before each phase, so take the latencies
+// from a run without it.
+// Two kinds of call:
+// - pass-through (N rounds, default 2000; `Cache-Control: no-cache`, so every call goes
+//   upstream): an in-window dossier (the gateway must estimate 0), a bank record and suggest
+//   (free reads);
+// - a paid miss (--paid rounds, default 300): a company nobody has read, no Cache-Control, so
+//   the gateway takes the whole paid path (estimate, reserve, the company's lock, the upstream
+//   call, record, the cache write); every gateway answer must be X-Cache MISS and charged, every
+//   direct answer charged. The direct call and each gateway read companies of their own (fresh
+//   to the emulator too, so both pay its first-read work), and the emulator's wallet is large
+//   enough never to refuse.
+// Stores (each gateway its own upstream account, Redis key prefix and PostgreSQL database):
+// - memory: the pure memory store (store.stateDir null: money in memory too, lost on restart),
+//   what this bench measured as "memory" until the embedded money store came;
+// - embedded: no Redis, no PostgreSQL, the default stateDir: hot state in memory and money in the
+//   embedded database (<stateDir>/money.db, SQLite, WAL, synchronous=FULL: a commit per money step
+//   returns after fsync), as one process runs by default;
+// - redis: hot state and money on Redis (REDIS_URL, else redis://127.0.0.1:6379);
+// - postgres: money in PostgreSQL (store.postgresUrl; a database created for the run by
+//   test/helpers/postgres.ts and dropped after), hot state in memory;
+// - redis+postgres: money in PostgreSQL, hot state on Redis.
+// A store whose server does not answer is left out (said so). Each gateway is called alone
+// (direct, gateway, direct, gateway, ...), in blocks (250 rounds; 50 for the paid miss) taken in
+// turn with the other gateways' blocks, so all see the same stretches of machine time. Were they
 // interleaved in one alternation (direct, memory, Redis; `--interleaved`, what this bench did
 // until session 8), the one called second would be measured while the other still does the work
 // it does after its answer (the cache write, the lock's release): on a 2-core machine that put
 // 0.2-0.5 ms on the second gateway's figure, which is no cost of that gateway.
-// Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix.
+// Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix, or touch a database
+// it did not create; leave a process it started running.
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
+import { dirname } from 'node:path';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { Pool } from 'undici';
+import { completeInn } from '../src/domain/identifiers.ts';
+import { isUnknownInn } from '../src/emulator/data/core.ts';
+import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
-import { startCpgw } from './cpgw-process.ts';
+import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
 import { noCacheGet, quantileMs, startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
 
 const args = process.argv.slice(2);
+const argValue = (name: string): string | undefined => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
 const INTERLEAVED = args.includes('--interleaved');
-const N = Number(args.find((a) => !a.startsWith('--')) ?? 2000);
+const PG_STATS = args.includes('--pg-stats');
+const flagValues = new Set(['--paid', '--stores'].map((f) => argValue(f)));
+const N = Number(args.find((a) => !a.startsWith('--') && !flagValues.has(a)) ?? 2000);
+const PAID = Number(argValue('--paid') ?? 300);
+const PAID_WARMUP = 20;
 /** Rounds per block; the gateways' blocks are taken in turn. */
 const BLOCK = 250;
+const PAID_BLOCK = 50;
+type StoreName = 'memory' | 'embedded' | 'redis' | 'postgres' | 'redis+postgres';
+const ALL_STORES: StoreName[] = ['memory', 'embedded', 'redis', 'postgres', 'redis+postgres'];
+const STORES = (argValue('--stores') ?? ALL_STORES.join(','))
+  .split(',')
+  .filter((s): s is StoreName => (ALL_STORES as string[]).includes(s));
 // One upstream account per client: the emulator keeps coverage windows per account, as the
 // upstream does. Were the gateways to share the direct client's account, the first of them to
 // read the dossier would open its window for all; the others, told "charged 0" without having
 // seen a charge, would not know a window covers the company and would measure the path of a
 // read that may be charged (estimate, hold, company lock) instead of the in-window one.
 const UPSTREAM_KEY = 'bench-upstream-key';
-const GATEWAY_KEYS = { memory: 'bench-gateway-memory', redis: 'bench-gateway-redis' } as const;
-
-const emu = await startLiftedEmulator([UPSTREAM_KEY, GATEWAY_KEYS.memory, GATEWAY_KEYS.redis]);
-const emuUrl = emu.url;
-const { configFile, token } = await writeLiftedGatewayConfig();
-const gw = await startCpgw(
-  ['start'],
-  {
-    CPGW_CONFIG: configFile,
-    CPGW_PORT: '0',
-    CPGW_UPSTREAM_URL: emuUrl,
-    CPGW_UPSTREAM_API_KEY: GATEWAY_KEYS.memory,
-  },
-  /listening on (http:\/\/[^\s)]+)/,
-);
-const gwUrl = gw.match[1]!;
-
+const gatewayKey = (store: StoreName) => `bench-gateway-${store.replace('+', '-')}`;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const PREFIX = `cpgw-bench-latency-${randomBytes(4).toString('hex')}:`;
-let redis: Redis | null = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
-redis.on('error', () => {});
-try {
-  await redis.connect();
-} catch {
-  console.warn(`no Redis at ${REDIS_URL}: the Redis-store gateway is not measured`);
-  redis.disconnect();
-  redis = null;
-}
-const gwRedis = redis
-  ? await startCpgw(
-      ['start'],
-      {
-        CPGW_CONFIG: configFile,
-        CPGW_PORT: '0',
-        CPGW_UPSTREAM_URL: emuUrl,
-        CPGW_UPSTREAM_API_KEY: GATEWAY_KEYS.redis,
-        CPGW_REDIS_URL: REDIS_URL,
-        CPGW_STORE_PREFIX: PREFIX,
-      },
-      /listening on (http:\/\/[^\s)]+)/,
-    )
-  : null;
+const RUN = randomBytes(4).toString('hex');
+const prefixOf = (store: StoreName) => `cpgw-bench-latency-${RUN}-${store.replace('+', '-')}:`;
+const LOAD_AT_START = loadavg()[0]!;
 
-const direct = new Pool(emuUrl, { connections: 1 });
-const gateways: Array<{ store: 'memory' | 'redis'; pool: Pool }> = [
-  { store: 'memory', pool: new Pool(gwUrl, { connections: 1 }) },
-  ...(gwRedis ? [{ store: 'redis' as const, pool: new Pool(gwRedis.match[1]!, { connections: 1 }) }] : []),
-];
-
-/** `free`: the gateway must have judged the call free (an in-window read: estimate 0). */
-async function once(pool: Pool, path: string, auth: string, free = false): Promise<number> {
-  const { ms, estimate } = await noCacheGet(pool, path, auth);
-  if (free && estimate !== undefined && estimate !== '0')
-    throw new Error(`${path}: the gateway estimated ${estimate} for a read its window covers`);
-  return ms;
-}
-
-const routes = [
-  { name: 'dossier (inside its window, 100 KB)', path: '/v1/companies/7707083893' },
-  { name: 'bank record', path: '/v1/banks/044525225' },
-  { name: 'suggest', path: '/v1/suggest?q=%D0%A1%D0%B1%D0%B5%D1%80' },
-];
-const results: Record<string, unknown> = {};
-/** One alternation: a direct call, then each of `pass`'s gateways, `rounds` times; the times of each. */
-async function alternate(path: string, pass: typeof gateways, rounds: number) {
-  const d: number[] = [];
-  const per = new Map(pass.map((g) => [g.store, [] as number[]]));
-  for (let i = 0; i < rounds; i++) {
-    d.push(await once(direct, path, UPSTREAM_KEY));
-    for (const g of pass) per.get(g.store)!.push(await once(g.pool, path, token, true));
+/** Valid INNs the emulator has a dossier for, `count` from `client`'s own range (no two clients share one). */
+function freshInns(client: number, count: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; out.length < count; i++) {
+    const inn = completeInn(String(600_000_000 + client * 1_000_000 + i));
+    if (!isUnknownInn(inn)) out.push(inn);
   }
-  return { d, per };
+  return out;
 }
-const summary = (xs: number[]) => ({ p50: quantileMs(xs, 0.5), p99: quantileMs(xs, 0.99) });
-for (const route of routes) {
-  for (const g of gateways) await once(g.pool, route.path, token); // opens the window for the dossier (one charge)
-  const row: Record<string, unknown> = { n: N };
-  // Each gateway alone, in blocks of BLOCK rounds taken in turn (memory, Redis, memory, ...), so
-  // both sample the same stretches of machine time: on a shared VM the same pass can move by
-  // tens of percent from one minute to the next.
-  const passes = INTERLEAVED ? [gateways] : gateways.map((g) => [g]);
-  for (const pass of passes) await alternate(route.path, pass, 200); // warm-up
-  const times = new Map(gateways.map((g) => [g.store, { d: [] as number[], g: [] as number[] }]));
-  for (let done = 0; done < N; done += BLOCK) {
-    for (const pass of passes) {
-      const { d, per } = await alternate(route.path, pass, Math.min(BLOCK, N - done));
-      for (const [store, g] of per) {
-        times.get(store)!.d.push(...d);
-        times.get(store)!.g.push(...g);
+
+async function redisAnswers(): Promise<boolean> {
+  const probe = new Redis(REDIS_URL, {
+    maxRetriesPerRequest: 1,
+    lazyConnect: true,
+    retryStrategy: () => null,
+  });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    await probe.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    probe.disconnect();
+  }
+}
+
+async function pgQuery<R extends pg.QueryResultRow>(url: string, sql: string): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(sql)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+interface PgStats {
+  commits: number;
+  functions: Map<string, { calls: number; totalMs: number; selfMs: number }>;
+}
+
+/** Each PostgreSQL store's commits and function statistics, after a 12 s wait (idle backends flush theirs). */
+async function pgStats(): Promise<Map<StoreName, PgStats>> {
+  await new Promise((r) => setTimeout(r, 12_000));
+  const out = new Map<StoreName, PgStats>();
+  for (const [store, db] of databaseOf) {
+    const [row] = await pgQuery<{ c: string }>(
+      db.url,
+      'SELECT xact_commit AS c FROM pg_stat_database WHERE datname = current_database()',
+    );
+    const fns = await pgQuery<{ f: string; calls: string; total: number; self: number }>(
+      db.url,
+      "SELECT schemaname || '.' || funcname AS f, calls, total_time AS total, self_time AS self FROM pg_stat_user_functions",
+    );
+    out.set(store, {
+      commits: Number(row?.c ?? 0),
+      functions: new Map(
+        fns.map((f) => [f.f, { calls: Number(f.calls), totalMs: Number(f.total), selfMs: Number(f.self) }]),
+      ),
+    });
+  }
+  return out;
+}
+
+/** Per paid call: commits (those of the bench's own statistics reads included: 2 per read) and each function's calls and time. */
+function perCall(a: PgStats, b: PgStats, calls: number) {
+  const functions: Record<string, { calls: number; total_ms: number }> = {};
+  for (const [f, x] of b.functions) {
+    const y = a.functions.get(f) ?? { calls: 0, totalMs: 0, selfMs: 0 };
+    if (x.calls === y.calls) continue;
+    functions[f] = {
+      calls: Math.round(((x.calls - y.calls) / calls) * 100) / 100,
+      total_ms: Math.round(((x.totalMs - y.totalMs) / calls) * 1000) / 1000,
+    };
+  }
+  return { commits: Math.round(((b.commits - a.commits) / calls) * 100) / 100, functions };
+}
+
+interface Gateway {
+  store: StoreName;
+  pool: Pool;
+  child: Child;
+  inns: string[];
+  used: number;
+}
+
+const children: Child[] = [];
+const configDirs: string[] = [];
+const databases: TestDatabase[] = [];
+const databaseOf = new Map<StoreName, TestDatabase>();
+const prefixes: string[] = [];
+const gateways: Gateway[] = [];
+const results: Record<string, unknown> = {};
+const skipped: Record<string, string> = {};
+let direct: Pool | null = null;
+try {
+  const emu = await startLiftedEmulator(
+    [UPSTREAM_KEY, ...ALL_STORES.map(gatewayKey)],
+    ['--wallet', String(10 ** 13)],
+  );
+  children.push(emu.child);
+  const { configFile, token } = await writeLiftedGatewayConfig();
+  const memoryConfig = await writeLiftedGatewayConfig({ token, extra: 'store:\n  stateDir: null\n' });
+  configDirs.push(dirname(configFile), dirname(memoryConfig.configFile));
+  const haveRedis = await redisAnswers();
+  for (const [i, store] of ALL_STORES.entries()) {
+    if (!STORES.includes(store)) continue;
+    const env: Record<string, string> = {
+      // memory: no state dir at all (the config's stateDir null), so money stays in memory.
+      ...(store === 'memory'
+        ? { CPGW_CONFIG: memoryConfig.configFile, CPGW_STATE_DIR: '' }
+        : { CPGW_CONFIG: configFile }),
+      CPGW_PORT: '0',
+      CPGW_UPSTREAM_URL: emu.url,
+      CPGW_UPSTREAM_API_KEY: gatewayKey(store),
+    };
+    if (store.includes('redis')) {
+      if (!haveRedis) {
+        skipped[store] = `no Redis at ${REDIS_URL}`;
+        continue;
+      }
+      prefixes.push(prefixOf(store));
+      Object.assign(env, { CPGW_REDIS_URL: REDIS_URL, CPGW_STORE_PREFIX: prefixOf(store) });
+    }
+    if (store.includes('postgres')) {
+      const db = await createTestDatabase(`bench_latency_${store.replace('+', '_')}`);
+      if (!db) {
+        skipped[store] = 'no PostgreSQL (POSTGRES_URL)';
+        continue;
+      }
+      databases.push(db);
+      databaseOf.set(store, db);
+      env.CPGW_POSTGRES_URL = db.url;
+      if (PG_STATS) await pgQuery(db.url, `ALTER DATABASE ${db.name} SET track_functions = 'pl'`);
+    }
+    const gw = await startCpgw(['start'], env, /listening on (http:\/\/[^\s)]+)/);
+    children.push(gw.child);
+    gateways.push({
+      store,
+      pool: new Pool(gw.match[1]!, { connections: 1 }),
+      child: gw.child,
+      inns: freshInns(i + 1, PAID + PAID_WARMUP + 5),
+      used: 0,
+    });
+  }
+  for (const [store, why] of Object.entries(skipped)) console.warn(`${store}: not measured (${why})`);
+  const gw = gateways;
+  direct = new Pool(emu.url, { connections: 1 });
+  const d = direct;
+  const directInns = freshInns(0, (PAID + PAID_WARMUP + 5) * gw.length);
+  let directUsed = 0;
+
+  /** `free`: the gateway must have judged the call free (an in-window read: estimate 0). */
+  const once = async (pool: Pool, path: string, auth: string, free = false): Promise<number> => {
+    const { ms, estimate } = await noCacheGet(pool, path, auth);
+    if (free && estimate !== undefined && estimate !== '0')
+      throw new Error(`${path}: the gateway estimated ${estimate} for a read its window covers`);
+    return ms;
+  };
+
+  /** A read of a company nobody has read: no Cache-Control; must be charged (and a MISS through a gateway). */
+  const paidOnce = async (pool: Pool, inn: string, auth: string, viaGateway: boolean): Promise<number> => {
+    const path = `/v1/companies/${inn}`;
+    const t0 = performance.now();
+    const res = await pool.request({ method: 'GET', path, headers: { authorization: `Bearer ${auth}` } });
+    await res.body.arrayBuffer();
+    const ms = performance.now() - t0;
+    const charged = Number(res.headers['x-charged-minor'] ?? 0);
+    if (res.statusCode !== 200 || !(charged > 0))
+      throw new Error(`${path}: ${res.statusCode}, X-Charged-Minor ${res.headers['x-charged-minor']}`);
+    if (viaGateway && res.headers['x-cache'] !== 'MISS')
+      throw new Error(`${path}: X-Cache ${res.headers['x-cache']} for a company nobody has read`);
+    return ms;
+  };
+
+  const routes = [
+    { name: 'dossier (inside its window, 100 KB)', path: '/v1/companies/7707083893' },
+    { name: 'bank record', path: '/v1/banks/044525225' },
+    { name: 'suggest', path: '/v1/suggest?q=%D0%A1%D0%B1%D0%B5%D1%80' },
+  ];
+  /** One alternation: a direct call, then each of `pass`'s gateways, `rounds` times; the times of each. */
+  const alternate = async (path: string, pass: Gateway[], rounds: number) => {
+    const dt: number[] = [];
+    const per = new Map(pass.map((g) => [g.store, [] as number[]]));
+    for (let i = 0; i < rounds; i++) {
+      dt.push(await once(d, path, UPSTREAM_KEY));
+      for (const g of pass) per.get(g.store)!.push(await once(g.pool, path, token, true));
+    }
+    return { d: dt, per };
+  };
+  /** The same for paid misses: each call a company its client has not read. */
+  const alternatePaid = async (pass: Gateway[], rounds: number) => {
+    const dt: number[] = [];
+    const per = new Map(pass.map((g) => [g.store, [] as number[]]));
+    for (let i = 0; i < rounds; i++) {
+      dt.push(await paidOnce(d, directInns[directUsed++]!, UPSTREAM_KEY, false));
+      for (const g of pass) per.get(g.store)!.push(await paidOnce(g.pool, g.inns[g.used++]!, token, true));
+    }
+    return { d: dt, per };
+  };
+  const summary = (xs: number[]) => ({ p50: quantileMs(xs, 0.5), p99: quantileMs(xs, 0.99) });
+  const passes = INTERLEAVED ? [gw] : gw.map((g) => [g]);
+  type Row = Record<string, unknown>;
+  const summarise = (
+    row: Row,
+    times: Map<StoreName, { d: number[]; g: number[] }>,
+  ): Array<{ store: StoreName; text: string }> => {
+    const out: Array<{ store: StoreName; text: string }> = [];
+    for (const [store, t] of times) {
+      const r = {
+        gateway_ms: summary(t.g),
+        added_ms: summary(t.g.map((x, i) => x - t.d[i]!)),
+        direct_ms: summary(t.d),
+      };
+      row[store] = r;
+      out.push({
+        store,
+        text: `${store}: direct p50 ${r.direct_ms.p50}, gateway p50 ${r.gateway_ms.p50}, added p50 ${r.added_ms.p50} p99 ${r.added_ms.p99}`,
+      });
+    }
+    return out;
+  };
+
+  console.log(
+    `gateway-latency: load ${LOAD_AT_START.toFixed(2)}; stores ${gw.map((g) => g.store).join(', ')}; pass-through ${N} rounds, paid miss ${PAID} rounds (ms)`,
+  );
+  for (const route of routes) {
+    if (N <= 0) break;
+    for (const g of gw) await once(g.pool, route.path, token); // opens the window for the dossier (one charge)
+    const row: Row = { n: N };
+    // Each gateway alone, in blocks of BLOCK rounds taken in turn (memory, Redis, ...), so all
+    // sample the same stretches of machine time: on a shared VM the same pass can move by tens
+    // of percent from one minute to the next.
+    for (const pass of passes) await alternate(route.path, pass, 200); // warm-up
+    const before = PG_STATS ? await pgStats() : null;
+    const times = new Map(gw.map((g) => [g.store, { d: [] as number[], g: [] as number[] }]));
+    for (let done = 0; done < N; done += BLOCK) {
+      for (const pass of passes) {
+        const { d: dt, per } = await alternate(route.path, pass, Math.min(BLOCK, N - done));
+        for (const [store, g] of per) {
+          times.get(store)!.d.push(...dt);
+          times.get(store)!.g.push(...g);
+        }
       }
     }
+    if (before) {
+      const after = await pgStats();
+      for (const [store, b] of before) row[`${store}_postgres_per_call`] = perCall(b, after.get(store)!, N);
+    }
+    const parts = summarise(row, times);
+    results[route.name] = row;
+    console.log(route.name);
+    for (const p of parts) console.log(`  ${p.text}`);
   }
-  for (const [store, t] of times) {
-    row[store] = {
-      gateway_ms: summary(t.g),
-      added_ms: summary(t.g.map((x, i) => x - t.d[i]!)),
-      direct_ms: summary(t.d),
-    };
+
+  if (PAID > 0) {
+    for (const pass of passes) await alternatePaid(pass, PAID_WARMUP); // warm-up
+    const before = PG_STATS ? await pgStats() : null;
+    const row: Row = { n: PAID };
+    const times = new Map(gw.map((g) => [g.store, { d: [] as number[], g: [] as number[] }]));
+    for (let done = 0; done < PAID; done += PAID_BLOCK) {
+      for (const pass of passes) {
+        const { d: dt, per } = await alternatePaid(pass, Math.min(PAID_BLOCK, PAID - done));
+        for (const [store, g] of per) {
+          times.get(store)!.d.push(...dt);
+          times.get(store)!.g.push(...g);
+        }
+      }
+    }
+    if (before) {
+      const after = await pgStats();
+      for (const [store, b] of before)
+        row[`${store}_postgres_per_paid_call`] = perCall(b, after.get(store)!, PAID);
+    }
+    const parts = summarise(row, times);
+    results['paid miss (new company: reserve, upstream call, record; 100 KB)'] = row;
+    console.log('paid miss (new company: reserve, upstream call, record; 100 KB)');
+    for (const p of parts) console.log(`  ${p.text}`);
   }
-  results[route.name] = row;
-  const parts = gateways.map(({ store }) => {
-    const r = row[store] as {
-      gateway_ms: { p50: number };
-      added_ms: { p50: number; p99: number };
-      direct_ms: { p50: number };
-    };
-    return `${store}: direct p50 ${r.direct_ms.p50}, gateway p50 ${r.gateway_ms.p50}, added p50 ${r.added_ms.p50} p99 ${r.added_ms.p99}`;
-  });
-  console.log(`${route.name.padEnd(38)} ${parts.join(' | ')} (ms)`);
-}
-await direct.close();
-for (const g of gateways) await g.pool.close();
-gw.child.process.kill('SIGTERM');
-gwRedis?.child.process.kill('SIGTERM');
-emu.child.process.kill('SIGTERM');
-if (redis) {
-  redis.disconnect();
-  await deleteKeysUnder(REDIS_URL, [PREFIX]);
+} finally {
+  await direct?.close();
+  for (const g of gateways) await g.pool.close();
+  for (const child of children.reverse()) await stopCpgw(child);
+  for (const db of databases) await db.drop().catch((err) => console.error(`drop ${db.name}: ${err}`));
+  if (prefixes.length) await deleteKeysUnder(REDIS_URL, prefixes);
+  for (const d of configDirs) await rm(d, { recursive: true, force: true });
 }
 await mkdir('bench/results', { recursive: true });
 const report = {
   bench: 'gateway-latency',
   at: new Date().toISOString(),
   node: process.version,
+  loadavg_1m_at_start: Math.round(LOAD_AT_START * 100) / 100,
+  loadavg_1m_at_end: Math.round(loadavg()[0]! * 100) / 100,
+  stores: {
+    memory: 'the pure memory store: hot state and money in memory (store.stateDir null)',
+    embedded:
+      'hot state in memory, money in the embedded database (<stateDir>/money.db, SQLite, synchronous=FULL)',
+    redis: 'hot state and money on Redis',
+    postgres: 'money in PostgreSQL (a database created for the run), hot state in memory',
+    'redis+postgres': 'money in PostgreSQL, hot state on Redis',
+  },
+  skipped,
   note: INTERLEAVED
-    ? 'same run, alternating calls (direct, gateway memory, gateway Redis); Cache-Control: no-cache, so every call goes upstream'
-    : 'same run, each gateway alone alternating with direct calls (direct, gateway), in blocks of 250 rounds taken in turn with the other gateway; Cache-Control: no-cache, so every call goes upstream',
+    ? 'same run, alternating calls (direct, then each gateway); pass-through: Cache-Control: no-cache, so every call goes upstream; paid miss: a company nobody has read, each client its own companies'
+    : `same run, each gateway alone alternating with direct calls (direct, gateway), in blocks (${BLOCK} rounds pass-through, ${PAID_BLOCK} paid miss) taken in turn with the other gateways; pass-through: Cache-Control: no-cache, so every call goes upstream; paid miss: a company nobody has read (no Cache-Control; the gateway's answer must be an X-Cache MISS, both answers charged), each client its own companies`,
   results,
 };
 await writeFile('bench/results/gateway-latency.json', `${JSON.stringify(report, null, 2)}\n`);
-console.log('written bench/results/gateway-latency.json');
+console.log(
+  `written bench/results/gateway-latency.json (load ${report.loadavg_1m_at_start} at start, ${report.loadavg_1m_at_end} at end)`,
+);

@@ -9,8 +9,11 @@ import type { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { type Child, startCpgw } from './cpgw-process.ts';
 
-/** `keys`: upstream keys, each its own account (1, 2, ...). */
-export async function startLiftedEmulator(keys: readonly string[]): Promise<{ child: Child; url: string }> {
+/** `keys`: upstream keys, each its own account (1, 2, ...); `extra`: more `cpgw emulator` options. */
+export async function startLiftedEmulator(
+  keys: readonly string[],
+  extra: readonly string[] = [],
+): Promise<{ child: Child; url: string }> {
   const emu = await startCpgw(
     [
       'emulator',
@@ -21,6 +24,7 @@ export async function startLiftedEmulator(keys: readonly string[]): Promise<{ ch
       '100000000',
       '--suggest-limit',
       '100000000',
+      ...extra,
     ],
     {},
     /http:\/\/127\.0\.0\.1:\d+/,
@@ -28,16 +32,21 @@ export async function startLiftedEmulator(keys: readonly string[]): Promise<{ ch
   return { child: emu.child, url: emu.match[0] };
 }
 
-/** A gateway config with one app (`bench`) and the token that app uses. */
-export async function writeLiftedGatewayConfig(): Promise<{ configFile: string; token: string }> {
-  const token = newToken();
+/**
+ * A gateway config with one app (`bench`) and the token that app uses (`token`, or a new one);
+ * `extra`: more top-level YAML (e.g. `store:\n  stateDir: null\n`).
+ */
+export async function writeLiftedGatewayConfig(
+  options: { token?: string; extra?: string } = {},
+): Promise<{ configFile: string; token: string }> {
+  const token = options.token ?? newToken();
   const dir = await mkdtemp(join(tmpdir(), 'cpgw-bench-'));
   const configFile = join(dir, 'gateway.yaml');
   await writeFile(
     configFile,
     // The emulator's limits are lifted, so the gateway's must be too (a ceiling over what the
     // upstream reports), or the bench would measure the rate queue instead of the gateway.
-    `log:\n  level: warn\nlimits:\n  key: { limit: 1000000, burst: 1000000 }\n  suggest: { limit: 1000000, burst: 1000000 }\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
+    `log:\n  level: warn\nlimits:\n  key: { limit: 1000000, burst: 1000000 }\n  suggest: { limit: 1000000, burst: 1000000 }\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n${options.extra ?? ''}`,
   );
   return { configFile, token };
 }

@@ -212,6 +212,48 @@ describe('cacheHitsSvg', () => {
     expect(lines).toContain('gateway, memory');
   });
 
+  it('a run with the node:http ceiling: its bars in their own colour, and beside each gateway bar its ratio to the ceiling', () => {
+    const report = sample();
+    const ceilings = report.results
+      .filter((c) => c.server === 'nginx proxy_cache')
+      .map((c) => ({ ...c, server: 'node:http ceiling', req_per_s: Math.round(c.req_per_s * 0.8) }));
+    for (const c of report.results)
+      if (c.server.startsWith('gateway')) {
+        const ceiling = ceilings.find((x) => x.target === c.target && x.concurrency === c.concurrency)!;
+        c.vs_ceiling = Math.round((c.req_per_s / ceiling.req_per_s) * 1000) / 1000;
+      }
+    report.results.push(...ceilings);
+    const svg = cacheHitsSvg(report);
+    wellFormed(svg);
+    expect(bars(svg)).toHaveLength(40);
+    const legend = [...svg.matchAll(/<rect x="[\d.]+" y="[\d.]+" width="12" height="12"/g)];
+    expect(legend).toHaveLength(5);
+    const fills = new Set(
+      [...svg.matchAll(/<rect class="bar" data-server="[^"]+"[^>]* fill="(#[0-9A-Fa-f]{6})"/g)].map(
+        (m) => m[1],
+      ),
+    );
+    expect(fills.size).toBe(5);
+    const besides = svg
+      .split('<rect class="bar" ')
+      .slice(1)
+      .map((chunk) => ({ bar: bars(`<rect class="bar" ${chunk}`)[0]!, lines: texts(chunk) }));
+    for (const { bar, lines } of besides) {
+      const cell = report.results.find(
+        (c) => c.server === bar.server && c.target === bar.target && c.concurrency === bar.concurrency,
+      )!;
+      const ratio = lines.filter((t) => t.endsWith('× ceiling'));
+      expect(ratio).toEqual(
+        cell.server.startsWith('gateway') ? [`${cell.vs_ceiling!.toFixed(2)}× ceiling`] : [],
+      );
+    }
+    expect(Math.max(...bars(svg).map((b) => b.x + b.width))).toBeLessThan(700);
+    expect(texts(svg).join('\n')).toContain('over the node:http ceiling&apos;s, same target');
+    expect(texts(svg)).toContain(
+      'The node:http ceiling: a bare node:http server writing the bytes the gateway sent for that cell.',
+    );
+  });
+
   it('marks a cell that had errors, so its req/s is not read as clean', () => {
     const report = sample();
     report.results[2]!.errors = { 'x-cache MISS': 12, 'status 502': 3 };
