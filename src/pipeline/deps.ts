@@ -19,12 +19,21 @@ import type { WindowTracker } from '../cost/window-tracker.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
 import type { Tracing } from '../ops/tracing.ts';
 import type { Store } from '../store/store.ts';
+import type { RateGovernor } from '../limits/index.ts';
 import type { GovernedUpstream } from '../upstream/governed-upstream.ts';
+
+/**
+ * What request handling asks the rate governor without taking a slot: how long a route may wait
+ * for a start, and the X-RateLimit-* headroom (slots are only taken through `upstream`).
+ */
+export type RateView = Pick<RateGovernor, 'maxWaitFor' | 'headroomFor' | 'headroomIfKnown'>;
 
 export interface PipelineDeps {
   config: GatewayConfig;
   /** The upstream behind the shared rate budget (every call acquires a start first). */
   upstream: GovernedUpstream;
+  /** The governor's read-only side (the same RateGovernor `upstream` takes slots from). */
+  limits: RateView;
   store: Store;
   clock: Clock;
   /** Jitter for retry backoff. */

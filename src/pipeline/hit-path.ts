@@ -191,7 +191,7 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
     const expiry = deps.windows.expiry(windows, shape.covered);
     if (expiry > deps.clock.now()) windowExpires = isoOf(expiry);
   }
-  const headroom = deps.upstream.governor.headroomIfKnown(app.name, route.name);
+  const headroom = deps.limits.headroomIfKnown(app.name, route.name);
   if (headroom === undefined) return false;
   const hit = deps.cache.hotHit(route.name, policy, app.name, windowOpen);
   if (!hit) return false;

@@ -99,7 +99,7 @@ export async function writeRefusal(
 async function rateLimitHeaders(ctx: RequestContext, reply: FastifyReply, deps: PipelineDeps): Promise<void> {
   if (!ctx.app) return;
   try {
-    const h = await deps.upstream.governor.headroomFor(ctx.app.name, ctx.route.name);
+    const h = await deps.limits.headroomFor(ctx.app.name, ctx.route.name);
     if (!h) return;
     const values = rateLimitValues(h);
     for (let i = 0; i < values.length; i += 2) reply.header(values[i]!, values[i + 1]!);

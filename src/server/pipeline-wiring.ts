@@ -225,6 +225,7 @@ export function wirePipeline(
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
     config,
     upstream,
+    limits: upstream.governor,
     store,
     clock,
     random: deps.random ?? systemRandom,

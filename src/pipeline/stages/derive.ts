@@ -39,7 +39,7 @@ export const PREFETCH_RESERVE = 0.25;
 /** What this stage uses of PipelineDeps. */
 export type DeriveDeps = Pick<
   PipelineDeps,
-  'cache' | 'clock' | 'config' | 'logger' | 'metrics' | 'sections' | 'upstream' | 'windows'
+  'cache' | 'clock' | 'config' | 'limits' | 'logger' | 'metrics' | 'sections' | 'upstream' | 'windows'
 >;
 
 export const derive: StageFactory<DeriveDeps> = (deps) => {
@@ -113,7 +113,7 @@ export const derive: StageFactory<DeriveDeps> = (deps) => {
   async function prefetch(ctx: RequestContext, inn: string, section: SectionName, sectionBody: Buffer) {
     const windows = await deps.windows.get(inn);
     if (!deps.windows.covers(windows, 'dossier')) return;
-    const room = await deps.upstream.governor.headroomFor(GATEWAY_APP, 'company');
+    const room = await deps.limits.headroomFor(GATEWAY_APP, 'company');
     if (!room || room.remaining < Math.max(1, Math.ceil(room.limit * PREFETCH_RESERVE))) {
       sections!.counters.prefetches.skippedSaturated++;
       return;

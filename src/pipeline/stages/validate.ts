@@ -15,7 +15,7 @@ import type { StageFactory } from '../stage.ts';
 export const MAX_WAIT_LIMIT_MS = 600_000;
 
 /** What this stage uses of PipelineDeps. */
-export type ValidateDeps = Pick<PipelineDeps, 'clock' | 'config' | 'upstream'>;
+export type ValidateDeps = Pick<PipelineDeps, 'clock' | 'config' | 'limits'>;
 
 export const validate: StageFactory<ValidateDeps> = (deps) => async (ctx, next) => {
   const verdict = ctx.route.validate(ctx.call);
@@ -41,7 +41,7 @@ export const validate: StageFactory<ValidateDeps> = (deps) => async (ctx, next) 
     ctx.route.timeout === 'check' ? deps.config.upstream.checkTimeoutMs : deps.config.upstream.timeoutMs;
   // The caller's whole allowance: the wait in the rate queue plus the upstream timeout.
   ctx.deadline =
-    deps.clock.now() + ctx.timeoutMs + deps.upstream.governor.maxWaitFor(ctx.route.name, ctx.maxWaitMs);
+    deps.clock.now() + ctx.timeoutMs + deps.limits.maxWaitFor(ctx.route.name, ctx.maxWaitMs);
   return next();
 };
 
