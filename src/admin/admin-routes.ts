@@ -13,14 +13,13 @@ import type { DeliveryRecord, WebhookDeliveries } from '../checks/webhook-delive
 import { ConfigError } from '../config/load.ts';
 import { localDate } from '../cost/budget-periods.ts';
 import { byDay, reconcile } from '../cost/wallet-reconciliation.ts';
-import { checkInn } from '../domain/requests.ts';
+import { checkInn, parseJsonBody } from '../domain/requests.ts';
 import { ApiError, type FieldProblem } from '../errors.ts';
 import { type AuditTrail, changedConfigKeys } from '../finance/audit-trail.ts';
 import { type FinanceRoutesOptions, registerFinanceRoutes } from '../finance/budget-routes.ts';
 import { unknownFields } from '../json-case.ts';
 import { adminOpenApi } from '../openapi/admin-openapi.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
-import { parseJsonBody } from '../pipeline/stages/validate.ts';
 import { UUID } from '../route-table.ts';
 
 /**

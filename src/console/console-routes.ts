@@ -20,9 +20,9 @@ import {
 } from '../auth/admin-sessions.ts';
 import { matchToken } from '../auth/tokens.ts';
 import type { Clock } from '../clock.ts';
+import { parseJsonBody } from '../domain/requests.ts';
 import { ApiError } from '../errors.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
-import { parseJsonBody } from '../pipeline/stages/validate.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -172,3 +172,13 @@ export function lastQueryValues(query: unknown): Record<string, string | undefin
   }
   return out;
 }
+
+/** Parses a JSON request body; `undefined` when absent or not JSON (validation then reports it). */
+export function parseJsonBody(raw: Buffer | undefined): unknown {
+  if (!raw || raw.length === 0) return undefined;
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}

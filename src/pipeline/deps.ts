@@ -16,10 +16,10 @@ import type { Reconciler } from '../cost/reconciler.ts';
 import type { SpendLedger } from '../cost/spend-ledger.ts';
 import type { WalletSnapshots } from '../cost/wallet-snapshots.ts';
 import type { WindowTracker } from '../cost/window-tracker.ts';
+import type { RateGovernor } from '../limits/index.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
 import type { Tracing } from '../ops/tracing.ts';
 import type { Store } from '../store/store.ts';
-import type { RateGovernor } from '../limits/index.ts';
 import type { GovernedUpstream } from '../upstream/governed-upstream.ts';
 
 /**

@@ -19,7 +19,7 @@
 // Refusals are values until refusals.ts writes them; respond.ts writes answers.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { NO_DIRECTIVES } from '../cache/index.ts';
-import { lastQueryValues } from '../domain/requests.ts';
+import { lastQueryValues, parseJsonBody } from '../domain/requests.ts';
 import type { IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { RequestContext } from './context.ts';
 import type { PipelineDeps } from './deps.ts';
@@ -39,7 +39,7 @@ import { localAnswers } from './stages/local-answers.ts';
 import { record } from './stages/record.ts';
 import { retry } from './stages/retry.ts';
 import { upstreamCall } from './stages/upstream.ts';
-import { parseJsonBody, validate } from './stages/validate.ts';
+import { validate } from './stages/validate.ts';
 
 export const STAGES: readonly StageFactory[] = [
   authenticate,

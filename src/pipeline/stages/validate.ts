@@ -40,8 +40,7 @@ export const validate: StageFactory<ValidateDeps> = (deps) => async (ctx, next) 
   ctx.timeoutMs =
     ctx.route.timeout === 'check' ? deps.config.upstream.checkTimeoutMs : deps.config.upstream.timeoutMs;
   // The caller's whole allowance: the wait in the rate queue plus the upstream timeout.
-  ctx.deadline =
-    deps.clock.now() + ctx.timeoutMs + deps.limits.maxWaitFor(ctx.route.name, ctx.maxWaitMs);
+  ctx.deadline = deps.clock.now() + ctx.timeoutMs + deps.limits.maxWaitFor(ctx.route.name, ctx.maxWaitMs);
   return next();
 };
 
@@ -52,14 +51,4 @@ function maxWaitHeader(value: string | string[] | undefined): number | undefined
   if (raw !== undefined && /^\d{1,9}$/.test(raw.trim()) && Number(raw) <= MAX_WAIT_LIMIT_MS)
     return Number(raw);
   return 'invalid';
-}
-
-/** Parses a JSON request body; `undefined` when absent or not JSON (validation then reports it). */
-export function parseJsonBody(raw: Buffer | undefined): unknown {
-  if (!raw || raw.length === 0) return undefined;
-  try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch {
-    return undefined;
-  }
 }
