@@ -45,18 +45,6 @@ export function asCheckEvent(value: unknown): CheckEvent | null {
 }
 
 /**
- * Whether a check's 200 body (a dossier or {found, requisites}) says the registers found the
- * company: only then does the upstream open a window (the emulator's check registry).
- */
-export function resultFound(result: Buffer): boolean {
-  try {
-    return (JSON.parse(result.toString('utf8')) as { found?: unknown } | null)?.found === true;
-  } catch {
-    return false;
-  }
-}
-
-/**
  * The event for a check whose 200 the gateway read itself (its own poll, or an app's), as the
  * upstream would have sent it, under an id of the gateway's; null when the body is not a JSON
  * object (nothing the gateway can tell apps).

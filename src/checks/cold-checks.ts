@@ -99,8 +99,11 @@ export async function rememberFresh(
   ]);
 }
 
-/** true when a check's 200 body says the registers found the company (found: false stays cold). */
-function foundIn(body: Buffer): boolean {
+/**
+ * true when a check's 200 body says the registers found the company: only then is it fresh (not
+ * cold) and does the upstream open a window (found: false opens none: the emulator's registry).
+ */
+export function foundIn(body: Buffer): boolean {
   try {
     return (JSON.parse(body.toString('utf8')) as { found?: unknown }).found === true;
   } catch {

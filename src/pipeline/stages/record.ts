@@ -9,7 +9,7 @@
 // - No answer (timeout, lost connection, a fault): the outcome is unknown, so the charge stays
 //   counted against every budget until the reconciler replays its key.
 // - A newly counted charge teaches the price book its kind's price (cost/price-book.ts).
-import { resultFound } from '../../checks/check-completion.ts';
+import { foundIn } from '../../checks/cold-checks.ts';
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
 import { endWithError } from '../../ops/tracing.ts';
 import { NotLeader, NotReady } from '../../upstream/governed-upstream.ts';
@@ -81,7 +81,7 @@ export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
   } else {
     // A check that answered 202 opens its window only when its data is ready (check stage); one
     // that answered 200 only when the registers found the company, as the upstream does.
-    const opensWindow = out.status === 200 && (ctx.route.name !== 'check_create' || resultFound(out.body));
+    const opensWindow = out.status === 200 && (ctx.route.name !== 'check_create' || foundIn(out.body));
     const span = ctx.trace?.child('charge record', { 'cpgw.amount_minor': amount });
     let recorded: Awaited<ReturnType<typeof deps.charges.record>>;
     try {
