@@ -120,9 +120,14 @@ export function compareAuditIds(a: string, b: string): number {
 /** A well-formed audit cursor ("<ms>-<seq>"). */
 export const AUDIT_ID = /^\d{1,16}-\d{1,16}$/;
 
+/** An audit id's ms for an entry at `at`: floored, never below 0 (the same on every backend). */
+export function auditIdMs(at: number): number {
+  return Math.max(0, Math.floor(at));
+}
+
 /** The id of the next entry given the last one and the new entry's time (never going back). */
 export function nextAuditId(last: string | null, at: number): string {
-  const ms = Math.max(0, Math.floor(at));
+  const ms = auditIdMs(at);
   // "0-0" is no valid id (Redis streams refuse it).
   if (last === null) return ms === 0 ? '0-1' : `${ms}-0`;
   const [lastMs, lastSeq] = last.split('-').map(Number) as [number, number];
@@ -147,4 +152,24 @@ export function checkBudgetWrite(write: BudgetWrite): void {
     throw new RangeError('finance: expectVersion must be a non-negative integer');
   if (budget.version !== write.expectVersion + 1)
     throw new RangeError('finance: a write must advance the version by one');
+}
+
+/** The columns of a stored budget in the SQL backends (PostgreSQL, SQLite), in this order. */
+export const BUDGET_COLUMNS =
+  'scope, period, source, limit_minor, soft_minor, version, updated_by, updated_at, reason';
+
+/** A stored budget from an SQL row of BUDGET_COLUMNS (numbers may come as text or numbers). */
+export function budgetOfRow(row: Record<string, unknown>): StoredBudget {
+  const amount = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return {
+    scope: String(row.scope),
+    period: String(row.period) as Period,
+    source: String(row.source) as StoredBudget['source'],
+    limitMinor: amount(row.limit_minor),
+    softMinor: amount(row.soft_minor),
+    version: Number(row.version),
+    updatedBy: String(row.updated_by),
+    updatedAt: Number(row.updated_at),
+    reason: String(row.reason),
+  };
 }

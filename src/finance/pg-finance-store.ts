@@ -21,44 +21,15 @@ import {
   type AuditPage,
   type AuditQuery,
   type AuditRecord,
+  auditIdMs,
+  BUDGET_COLUMNS,
   type BudgetWrite,
   type BudgetWriteResult,
+  budgetOfRow,
   checkBudgetWrite,
   type FinanceStore,
   type StoredBudget,
 } from './finance-store.ts';
-
-interface BudgetRow {
-  scope: string;
-  period: string;
-  source: string;
-  limit_minor: string | null;
-  soft_minor: string | null;
-  version: number;
-  updated_by: string;
-  updated_at: string;
-  reason: string;
-}
-
-const COLUMNS = 'scope, period, source, limit_minor, soft_minor, version, updated_by, updated_at, reason';
-
-function budgetOf(row: BudgetRow): StoredBudget {
-  const amount = (v: string | null) => (v === null ? null : Number(v));
-  return {
-    scope: row.scope,
-    period: row.period as Period,
-    source: row.source as StoredBudget['source'],
-    limitMinor: amount(row.limit_minor),
-    softMinor: amount(row.soft_minor),
-    version: Number(row.version),
-    updatedBy: row.updated_by,
-    updatedAt: Number(row.updated_at),
-    reason: row.reason,
-  };
-}
-
-/** The id's ms: an entry's `at` floored, never below 0 (the same on every backend). */
-const idMs = (at: number) => Math.max(0, Math.floor(at));
 
 export interface PgFinanceStoreOptions {
   /** The money store's link (its pool); closed by close() only when `ownsLink`. */
@@ -85,31 +56,21 @@ export class PgFinanceStore implements FinanceStore {
 
   async readBudgets(): Promise<{ settingsVersion: number; budgets: StoredBudget[] }> {
     // One statement: one snapshot, so the version and the rows belong together.
-    const { rows } = await this.link.query<{ version: string; budgets: BudgetRow[] | null }>(
+    const { rows } = await this.link.query<{ version: string; budgets: Record<string, unknown>[] | null }>(
       `SELECT (SELECT version FROM cpgw.finance_settings WHERE one) AS version,
               (SELECT json_agg(b ORDER BY b.scope, b.period) FROM
-                 (SELECT ${COLUMNS} FROM cpgw.budget_settings) b) AS budgets`,
+                 (SELECT ${BUDGET_COLUMNS} FROM cpgw.budget_settings) b) AS budgets`,
     );
     const row = rows[0];
-    return {
-      settingsVersion: Number(row?.version ?? 0),
-      budgets: (row?.budgets ?? []).map((b) =>
-        budgetOf({
-          ...b,
-          limit_minor: b.limit_minor === null ? null : String(b.limit_minor),
-          soft_minor: b.soft_minor === null ? null : String(b.soft_minor),
-          updated_at: String(b.updated_at),
-        }),
-      ),
-    };
+    return { settingsVersion: Number(row?.version ?? 0), budgets: (row?.budgets ?? []).map(budgetOfRow) };
   }
 
   async readBudget(scope: string, period: Period): Promise<StoredBudget | null> {
-    const { rows } = await this.link.query<BudgetRow>(
-      `SELECT ${COLUMNS} FROM cpgw.budget_settings WHERE scope = $1 AND period = $2`,
+    const { rows } = await this.link.query(
+      `SELECT ${BUDGET_COLUMNS} FROM cpgw.budget_settings WHERE scope = $1 AND period = $2`,
       [scope, period],
     );
-    return rows[0] ? budgetOf(rows[0]) : null;
+    return rows[0] ? budgetOfRow(rows[0]) : null;
   }
 
   async writeBudget(write: BudgetWrite): Promise<BudgetWriteResult> {
@@ -119,7 +80,7 @@ export class PgFinanceStore implements FinanceStore {
       [
         JSON.stringify(write.budget),
         write.expectVersion,
-        idMs(write.audit.at),
+        auditIdMs(write.audit.at),
         JSON.stringify(write.audit),
         AUDIT_RETENTION_MS,
       ],
@@ -135,7 +96,7 @@ export class PgFinanceStore implements FinanceStore {
   async appendAudit(record: AuditRecord): Promise<AuditEntry> {
     const json = JSON.stringify(record);
     const { rows } = await this.link.query<{ id: string }>('SELECT cpgw.append_audit($1, $2, $3) AS id', [
-      idMs(record.at),
+      auditIdMs(record.at),
       json,
       AUDIT_RETENTION_MS,
     ]);

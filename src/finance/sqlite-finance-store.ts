@@ -13,37 +13,22 @@
 //
 // Must never: write a budget without its audit row, or close the money database (its store does).
 import type { Period } from '../cost/budget-periods.ts';
-import type { MoneyDb, Row } from '../store/sqlite/sqlite-db.ts';
+import type { MoneyDb } from '../store/sqlite/sqlite-db.ts';
 import {
   AUDIT_RETENTION_MS,
   type AuditEntry,
   type AuditPage,
   type AuditQuery,
   type AuditRecord,
+  BUDGET_COLUMNS,
   type BudgetWrite,
   type BudgetWriteResult,
+  budgetOfRow,
   checkBudgetWrite,
   type FinanceStore,
   nextAuditId,
   type StoredBudget,
 } from './finance-store.ts';
-
-const COLUMNS = 'scope, period, source, limit_minor, soft_minor, version, updated_by, updated_at, reason';
-
-function budgetOf(row: Row): StoredBudget {
-  const amount = (v: Row[string] | undefined) => (v === null || v === undefined ? null : Number(v));
-  return {
-    scope: String(row.scope),
-    period: String(row.period) as Period,
-    source: String(row.source) as StoredBudget['source'],
-    limitMinor: amount(row.limit_minor),
-    softMinor: amount(row.soft_minor),
-    version: Number(row.version),
-    updatedBy: String(row.updated_by),
-    updatedAt: Number(row.updated_at),
-    reason: String(row.reason),
-  };
-}
 
 export class SqliteFinanceStore implements FinanceStore {
   readonly kind = 'sqlite' as const;
@@ -57,16 +42,16 @@ export class SqliteFinanceStore implements FinanceStore {
   async readBudgets(): Promise<{ settingsVersion: number; budgets: StoredBudget[] }> {
     // One process owns the file and reads run synchronously: nothing commits between the two.
     const settingsVersion = await this.settingsVersion();
-    const rows = this.db.all(`SELECT ${COLUMNS} FROM budget_settings ORDER BY scope, period`);
-    return { settingsVersion, budgets: rows.map(budgetOf) };
+    const rows = this.db.all(`SELECT ${BUDGET_COLUMNS} FROM budget_settings ORDER BY scope, period`);
+    return { settingsVersion, budgets: rows.map(budgetOfRow) };
   }
 
   async readBudget(scope: string, period: Period): Promise<StoredBudget | null> {
-    const row = this.db.get(`SELECT ${COLUMNS} FROM budget_settings WHERE scope = ? AND period = ?`, [
+    const row = this.db.get(`SELECT ${BUDGET_COLUMNS} FROM budget_settings WHERE scope = ? AND period = ?`, [
       scope,
       period,
     ]);
-    return row ? budgetOf(row) : null;
+    return row ? budgetOfRow(row) : null;
   }
 
   async writeBudget(write: BudgetWrite): Promise<BudgetWriteResult> {
@@ -74,14 +59,14 @@ export class SqliteFinanceStore implements FinanceStore {
     const { budget } = write;
     const json = JSON.stringify(write.audit);
     return this.db.tx((): BudgetWriteResult => {
-      const row = this.db.get(`SELECT ${COLUMNS} FROM budget_settings WHERE scope = ? AND period = ?`, [
-        budget.scope,
-        budget.period,
-      ]);
-      const current = row ? budgetOf(row) : null;
+      const row = this.db.get(
+        `SELECT ${BUDGET_COLUMNS} FROM budget_settings WHERE scope = ? AND period = ?`,
+        [budget.scope, budget.period],
+      );
+      const current = row ? budgetOfRow(row) : null;
       if ((current?.version ?? 0) !== write.expectVersion) return { ok: false, current };
       this.db.run(
-        `INSERT INTO budget_settings (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO budget_settings (${BUDGET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (scope, period) DO UPDATE SET source = excluded.source,
            limit_minor = excluded.limit_minor, soft_minor = excluded.soft_minor,
            version = excluded.version, updated_by = excluded.updated_by,
