@@ -2,12 +2,23 @@
 // caller's CPGW_* settings, waiting until a child prints a line, and checking a demo gateway.
 import type { ChildProcess } from 'node:child_process';
 import { expect } from 'vitest';
+import { type Child, startCpgw } from '../../bench/cpgw-process.ts';
 
 /** process.env without any CPGW_* variable, so a developer's settings never leak into a test. */
-export function envWithoutCpgw(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const k of Object.keys(env)) if (k.startsWith('CPGW_')) delete env[k];
+export function envWithoutCpgw(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('CPGW_') && v !== undefined) env[k] = v;
   return { ...env, ...extra };
+}
+
+/** A real `cpgw emulator` process on a free port serving `apiKey` (named "gateway"); stop it with stopCpgw. */
+export async function startEmulatorProcess(apiKey: string): Promise<{ child: Child; url: string }> {
+  const { child, match } = await startCpgw(
+    ['emulator', '--port', '0', '--api-key', `${apiKey};name=gateway`],
+    envWithoutCpgw(),
+    /http:\/\/127\.0\.0\.1:\d+/,
+  );
+  return { child, url: match[0] };
 }
 
 /** Resolves with everything the child printed (stdout and stderr) once it matches `pattern`. */

@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Child, startCpgw, stopCpgw } from '../../bench/cpgw-process.ts';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
+import { envWithoutCpgw, startEmulatorProcess } from '../helpers/child-process.ts';
 import { UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.ts';
 
@@ -38,13 +39,6 @@ interface AuditView {
   entries: Array<{ id: string; actor: string; action: string; target: string; reason: string | null }>;
 }
 
-/** The environment of a child without the CPGW_* settings of whoever runs the tests. */
-function childEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('CPGW_') && v !== undefined) env[k] = v;
-  return { ...env, ...extra };
-}
-
 const pg: TestDatabase | null = await createTestDatabase('budgets_restart');
 
 describe('budget overrides and the audit trail across restarts', () => {
@@ -60,13 +54,9 @@ describe('budget overrides and the audit trail across restarts', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'cpgw-budgets-restart-'));
-    const emu = await startCpgw(
-      ['emulator', '--port', '0', '--api-key', `${UPSTREAM_KEY};name=gateway`],
-      childEnv({}),
-      /http:\/\/127\.0\.0\.1:\d+/,
-    );
+    const emu = await startEmulatorProcess(UPSTREAM_KEY);
     children.push(emu.child);
-    emuUrl = emu.match[0];
+    emuUrl = emu.url;
     config = join(dir, 'gateway.yaml');
     await writeFile(
       config,
@@ -138,7 +128,7 @@ describe('budget overrides and the audit trail across restarts', () => {
     admin(url, 'PUT', '/admin/budgets/alpha/day', { limit_minor: limit, reason }, ifMatch);
 
   it('embedded default: an override and its audit entry survive a restart and a kill -9', async () => {
-    const env = childEnv({
+    const env = envWithoutCpgw({
       CPGW_CONFIG: config,
       CPGW_PORT: '0',
       CPGW_UPSTREAM_URL: emuUrl,
@@ -190,7 +180,7 @@ describe('budget overrides and the audit trail across restarts', () => {
     'money on PostgreSQL: two replicas see one override, kept across kill -9',
     async () => {
       const env = (n: number) =>
-        childEnv({
+        envWithoutCpgw({
           CPGW_CONFIG: config,
           CPGW_PORT: '0',
           CPGW_UPSTREAM_URL: emuUrl,

@@ -23,7 +23,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Child, startCpgw, stopCpgw } from '../../bench/cpgw-process.ts';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
-import { envWithoutCpgw } from '../helpers/child-process.ts';
+import { envWithoutCpgw, startEmulatorProcess } from '../helpers/child-process.ts';
 import { UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.ts';
 import { sumOf } from '../helpers/prom-text.ts';
@@ -107,13 +107,9 @@ maybe('one replica 45 s ahead under libfaketime, money on PostgreSQL', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'cpgw-faketime-'));
-    const emu = await startCpgw(
-      ['emulator', '--port', '0', '--api-key', `${UPSTREAM_KEY};name=gateway`],
-      envWithoutCpgw() as Record<string, string>,
-      /http:\/\/127\.0\.0\.1:\d+/,
-    );
+    const emu = await startEmulatorProcess(UPSTREAM_KEY);
     emulator = emu.child;
-    emuUrl = emu.match[0];
+    emuUrl = emu.url;
   }, 30_000);
 
   afterEach(async () => {

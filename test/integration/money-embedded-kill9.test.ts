@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Child, startCpgw, stopCpgw } from '../../bench/cpgw-process.ts';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
+import { envWithoutCpgw, startEmulatorProcess } from '../helpers/child-process.ts';
 import { UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
 
 const PRICE = 9900;
@@ -40,13 +41,6 @@ interface EmulatorLedger {
   totals: { count: number; amount_minor: number };
 }
 
-/** The environment of a child without the CPGW_* settings of whoever runs the tests. */
-function childEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('CPGW_') && v !== undefined) env[k] = v;
-  return { ...env, ...extra };
-}
-
 describe('embedded money store: kill -9 mid-traffic, restart on the same state directory', () => {
   const token = newToken();
   const adminToken = newToken();
@@ -57,13 +51,9 @@ describe('embedded money store: kill -9 mid-traffic, restart on the same state d
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'cpgw-embedded-kill9-'));
-    const emu = await startCpgw(
-      ['emulator', '--port', '0', '--api-key', `${UPSTREAM_KEY};name=gateway`],
-      childEnv({}),
-      /http:\/\/127\.0\.0\.1:\d+/,
-    );
+    const emu = await startEmulatorProcess(UPSTREAM_KEY);
     children.push(emu.child);
-    emuUrl = emu.match[0];
+    emuUrl = emu.url;
     const config = join(dir, 'gateway.yaml');
     // A short lease (the minimum, 1 s) and reconciler loop only to keep the test short.
     await writeFile(
@@ -84,7 +74,7 @@ describe('embedded money store: kill -9 mid-traffic, restart on the same state d
         '',
       ].join('\n'),
     );
-    env = childEnv({
+    env = envWithoutCpgw({
       CPGW_CONFIG: config,
       CPGW_PORT: '0',
       CPGW_UPSTREAM_URL: emuUrl,

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Child, startCpgw, stopCpgw } from '../../bench/cpgw-process.ts';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
+import { envWithoutCpgw, startEmulatorProcess } from '../helpers/child-process.ts';
 import { UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
 import { deleteKeysUnder, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
 
@@ -41,13 +42,6 @@ interface EmulatorLedger {
 const redis = await startTestRedis();
 const maybe = redis ? describe : describe.skip;
 
-/** The environment of a child without the CPGW_* settings of whoever runs the tests. */
-function childEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('CPGW_') && v !== undefined) env[k] = v;
-  return { ...env, ...extra };
-}
-
 maybe('kill -9 of one of two replicas with paid calls in flight', () => {
   const prefix = uniquePrefix('kill9');
   const token = newToken();
@@ -61,13 +55,9 @@ maybe('kill -9 of one of two replicas with paid calls in flight', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'cpgw-kill9-'));
-    const emu = await startCpgw(
-      ['emulator', '--port', '0', '--api-key', `${UPSTREAM_KEY};name=gateway`],
-      childEnv({}),
-      /http:\/\/127\.0\.0\.1:\d+/,
-    );
+    const emu = await startEmulatorProcess(UPSTREAM_KEY);
     children.push(emu.child);
-    emuUrl = emu.match[0];
+    emuUrl = emu.url;
     const config = join(dir, 'gateway.yaml');
     // Production defaults for leases (cost.leaseMs 10 s); a faster reconciler loop than the
     // default 2 s only to keep the test short.
@@ -92,7 +82,7 @@ maybe('kill -9 of one of two replicas with paid calls in flight', () => {
     const start = (name: string) =>
       startCpgw(
         ['start'],
-        childEnv({
+        envWithoutCpgw({
           CPGW_CONFIG: config,
           CPGW_PORT: '0',
           CPGW_UPSTREAM_URL: emuUrl,
