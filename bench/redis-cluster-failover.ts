@@ -18,9 +18,6 @@
 // Run: node bin/run-ts.js bench/redis-cluster-failover.ts [--rounds=N] [--only=before|after]
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
-import type { OffsetClock } from '../src/clock.ts';
-import { createStore } from '../src/store/create-store.ts';
-import type { Store } from '../src/store/store.ts';
 import { knownInns } from '../test/emulator/emulator-harness.ts';
 import {
   compareLedgers,
@@ -31,11 +28,10 @@ import {
   killMasters,
   latencies,
   type Sample,
+  startFailoverGateways,
   startLoad,
   warm,
 } from '../test/helpers/failover-load.ts';
-import { startHarness } from '../test/helpers/gateway-harness.ts';
-import { uniquePrefix } from '../test/helpers/redis.ts';
 import { startTestCluster } from '../test/helpers/redis-cluster.ts';
 
 const PAID = 16;
@@ -56,37 +52,14 @@ const CASES = [
 async function run(name: string, failoverWaitMs: number, innsFrom: number) {
   const cluster = await startTestCluster({ replicas: true });
   if (!cluster) throw new Error('redis-server and redis-cli are needed');
-  const prefix = uniquePrefix('failover-bench');
-  const stores: Store[] = [];
-  const clusterStore = (clock: OffsetClock) => {
-    const store = createStore({
-      redisClusterNodes: cluster.nodes,
-      prefix,
-      clock,
-      cacheMaxBytes: 64 * 1024 * 1024,
-      localCacheBytes: 64 * 1024 * 1024,
-      onError: () => {},
-    });
-    stores.push(store);
-    return store;
-  };
-  const h = await startHarness({
-    apps: [{ name: 'paying' }, { name: 'reading' }],
-    emulator: {
-      limits: { keyPerMinute: 1_000_000 },
-      walletMinor: 10_000_000_000,
-      latency: { company: '10-40' },
-    },
-    config: {
-      limits: { key: { limit: 1_000_000, burst: 1_000_000 } },
-      upstream: { timeoutMs: UPSTREAM_TIMEOUT_MS },
-      store: { failoverWaitMs },
-      cost: { reconcileIntervalMs: 200 },
-    },
-    store: clusterStore,
+  const gateways = await startFailoverGateways(cluster, {
+    keyLimit: 1_000_000,
+    walletMinor: 10_000_000_000,
+    upstreamTimeoutMs: UPSTREAM_TIMEOUT_MS,
+    store: { failoverWaitMs },
   });
+  const { h, second, prefix } = gateways;
   try {
-    const second = await h.addGateway(clusterStore(h.gateway.clock));
     const urls = [h.gateway.url, second.url];
     const cachedInns = knownInns(24, innsFrom);
     const newInns = knownInns(20_000, innsFrom + 1_000);
@@ -178,8 +151,7 @@ async function run(name: string, failoverWaitMs: number, innsFrom: number) {
     );
     return result;
   } finally {
-    await h.close();
-    for (const store of stores) await store.close().catch(() => {});
+    await gateways.close();
     await cluster.stop();
   }
 }

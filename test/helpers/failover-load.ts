@@ -6,8 +6,71 @@
 // connection is a client error. After the load: the gateway's ledger beside the emulator's (the
 // truth), once nothing is pending any more.
 import { performance } from 'node:perf_hooks';
-import type { Harness } from './gateway-harness.ts';
+import type { OffsetClock } from '../../src/clock.ts';
+import { createStore } from '../../src/store/create-store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { type GatewayInstance, type Harness, startHarness } from './gateway-harness.ts';
+import { uniquePrefix } from './redis.ts';
 import type { TestCluster } from './redis-cluster.ts';
+
+export interface FailoverGateways {
+  h: Harness;
+  second: GatewayInstance;
+  /** The key prefix both replicas use on the cluster. */
+  prefix: string;
+  /** Closes both gateways and their stores (not the cluster). */
+  close(): Promise<void>;
+}
+
+/**
+ * Two gateway replicas on `cluster` (the production default: hits from an in-process tier in
+ * front of it), apps `paying` and `reading`, the upstream's and the gateway's key limit raised to
+ * `keyLimit` so the rate is the clients' own, a fast reconciler, and `store` settings as given.
+ */
+export async function startFailoverGateways(
+  cluster: TestCluster,
+  o: { keyLimit: number; walletMinor: number; upstreamTimeoutMs: number; store?: Record<string, unknown> },
+): Promise<FailoverGateways> {
+  const prefix = uniquePrefix('failover');
+  const stores: Store[] = [];
+  const clusterStore = (clock: OffsetClock) => {
+    const store = createStore({
+      redisClusterNodes: cluster.nodes,
+      prefix,
+      clock,
+      cacheMaxBytes: 64 * 1024 * 1024,
+      localCacheBytes: 64 * 1024 * 1024,
+      onError: () => {},
+    });
+    stores.push(store);
+    return store;
+  };
+  const h = await startHarness({
+    apps: [{ name: 'paying' }, { name: 'reading' }],
+    emulator: {
+      limits: { keyPerMinute: o.keyLimit },
+      walletMinor: o.walletMinor,
+      latency: { company: '10-40' },
+    },
+    config: {
+      limits: { key: { limit: o.keyLimit, burst: o.keyLimit } },
+      upstream: { timeoutMs: o.upstreamTimeoutMs },
+      ...(o.store ? { store: o.store } : {}),
+      cost: { reconcileIntervalMs: 200 },
+    },
+    store: clusterStore,
+  });
+  const second = await h.addGateway(clusterStore(h.gateway.clock));
+  return {
+    h,
+    second,
+    prefix,
+    close: async () => {
+      await h.close();
+      for (const store of stores) await store.close().catch(() => {});
+    },
+  };
+}
 
 export interface Sample {
   kind: 'paid' | 'cached';

@@ -6,71 +6,44 @@
 // way. No client sees an error (every answer 200), and the gateway's ledger equals the
 // emulator's (no charge lost, none doubled).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OffsetClock } from '../../src/clock.ts';
-import { createStore } from '../../src/store/create-store.ts';
-import type { Store } from '../../src/store/store.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
 import {
   compareLedgers,
   errorsBy,
   type Failover,
+  type FailoverGateways,
   inFailover,
   isClientError,
   killMasters,
   latencies,
+  startFailoverGateways,
   startLoad,
   warm,
 } from '../helpers/failover-load.ts';
-import { type GatewayInstance, type Harness, startHarness } from '../helpers/gateway-harness.ts';
-import { uniquePrefix } from '../helpers/redis.ts';
+import type { GatewayInstance, Harness } from '../helpers/gateway-harness.ts';
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.ts';
 
 const cluster: TestCluster | null = await startTestCluster({ replicas: true });
-const prefix = uniquePrefix('failover');
-const stores: Store[] = [];
 let h: Harness;
 let second: GatewayInstance;
+let gateways: FailoverGateways | undefined;
 /** The gateway's deadline for a read: upstream.timeoutMs + X-Max-Wait-Ms = 15 s; the client's too. */
 const DEADLINE_MS = 15_000;
 const UPSTREAM_TIMEOUT_MS = 5_000;
 
-function clusterStore(clock: OffsetClock): Store {
-  const store = createStore({
-    redisClusterNodes: cluster!.nodes,
-    prefix,
-    clock,
-    cacheMaxBytes: 64 * 1024 * 1024,
-    // The production default: hits are served from memory in front of the cluster.
-    localCacheBytes: 64 * 1024 * 1024,
-    onError: () => {},
-  });
-  stores.push(store);
-  return store;
-}
-
 beforeAll(async () => {
   if (!cluster) return;
-  h = await startHarness({
-    apps: [{ name: 'paying' }, { name: 'reading' }],
-    // The upstream's key limit raised so the rate is the clients' own, not 60 a minute.
-    emulator: {
-      limits: { keyPerMinute: 100_000 },
-      walletMinor: 1_000_000_000,
-      latency: { company: '10-40' },
-    },
-    config: {
-      limits: { key: { limit: 100_000, burst: 100_000 } },
-      upstream: { timeoutMs: UPSTREAM_TIMEOUT_MS },
-      cost: { reconcileIntervalMs: 200 },
-    },
-    store: clusterStore,
+  // The upstream's key limit raised so the rate is the clients' own, not 60 a minute.
+  gateways = await startFailoverGateways(cluster, {
+    keyLimit: 100_000,
+    walletMinor: 1_000_000_000,
+    upstreamTimeoutMs: UPSTREAM_TIMEOUT_MS,
   });
-  second = await h.addGateway(clusterStore(h.gateway.clock));
+  ({ h, second } = gateways);
 });
 afterAll(async () => {
   if (!cluster) return;
-  await h?.close();
-  for (const store of stores) await store.close().catch(() => {});
+  await gateways?.close();
   await cluster.stop();
 }, 60_000);
 
@@ -98,7 +71,7 @@ maybe('a Redis Cluster master failover under steady paid and cached traffic', ()
     let failovers: Failover[] = [];
     try {
       await new Promise((r) => setTimeout(r, 1_000));
-      failovers = await killMasters(cluster!, prefix, ['{money}:ledger', '{limits}:w:key'], 1_500);
+      failovers = await killMasters(cluster!, gateways!.prefix, ['{money}:ledger', '{limits}:w:key'], 1_500);
     } finally {
       await load.stop();
     }
