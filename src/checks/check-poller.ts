@@ -8,7 +8,7 @@
 // Must never: poll a check before its Retry-After, or on real timers.
 import type { Clock } from '../clock.ts';
 import type { StateStore } from '../store/store.ts';
-import type { GovernedUpstream } from '../upstream/governed-upstream.ts';
+import { type GovernedUpstream, sentOrThrow } from '../upstream/governed-upstream.ts';
 import { type CheckCompletion, eventOfResult } from './check-completion.ts';
 import type { CheckTickets } from './check-tickets.ts';
 
@@ -39,13 +39,16 @@ export class CheckPoller {
       if (!(await store.acquireLock(lock, replicaId, this.options.timeoutMs + 5_000))) continue;
       try {
         polled += 1;
-        const res = await this.options.upstream.request({
-          method: 'GET',
-          path: `/v1/checks/${id}`,
-          timeoutMs: this.options.timeoutMs,
-          app: '_gateway',
-          route: 'check_poll',
-        });
+        // Not started (the rate queue refused): reported, polled again at the next look.
+        const res = sentOrThrow(
+          await this.options.upstream.request({
+            method: 'GET',
+            path: `/v1/checks/${id}`,
+            timeoutMs: this.options.timeoutMs,
+            app: '_gateway',
+            route: 'check_poll',
+          }),
+        );
         const fresh = (await tickets.get(id)) ?? ticket;
         if (res.status === 202) {
           await tickets.stillPending(fresh, clock.now(), res.headers['retry-after']);

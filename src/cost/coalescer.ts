@@ -14,7 +14,6 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { BusStore } from '../store/bus-store.ts';
 import type { StateStore } from '../store/store.ts';
-import { NotLeader } from '../upstream/governed-upstream.ts';
 import { keepAlive } from './lease.ts';
 
 export interface SharedAnswer {
@@ -140,13 +139,15 @@ export class Coalescer {
   /**
    * Runs `call` once for every caller of the same key in flight. `parkable` picks what other
    * replicas may read of the leader's outcome (an answer; never a refusal meant for one app).
+   * `options.notLed` tells an outcome that stopped before sending because the lead it was
+   * given resolved false (another replica leads): this caller then follows that replica.
    */
   async run<T>(
     key: string,
     deadline: number,
     call: (lead: Promise<boolean> | null) => Promise<T>,
     parkable: (outcome: T) => SharedAnswer | null,
-    options: { early?: boolean; parkOnDemand?: boolean } = {},
+    options: { early?: boolean; parkOnDemand?: boolean; notLed?: (outcome: T) => boolean } = {},
   ): Promise<CoalesceResult<T>> {
     const onDemand = options.parkOnDemand === true;
     // A lead of this process that has answered but not yet released the lock (its hand-over
@@ -175,7 +176,7 @@ export class Coalescer {
       if (this.options.distributed && options.early) {
         // The lock is asked for without waiting: `call` waits for it only before the call is
         // sent (its rate slot is taken meanwhile, and given back if another replica leads).
-        const early = await this.leadEarly(key, call, parkable, onDemand);
+        const early = await this.leadEarly(key, call, parkable, onDemand, options.notLed);
         if ('answer' in early) {
           resolveShared(early.answer);
           return { answer: early.answer, follower: false };
@@ -205,13 +206,14 @@ export class Coalescer {
    * Leads with the cross-replica lock asked for alongside the call's own first steps (a free
    * read: nothing before its rate slot costs anything). The answer when this replica led (or the
    * store could not be reached: in-process only); `{ follow: true }` when the lock was taken by
-   * another replica and `call` stopped before sending (NotLeader): the caller follows it.
+   * another replica and `call` stopped before sending (`notLed`): the caller follows it.
    */
   private async leadEarly<T>(
     key: string,
     call: (lead: Promise<boolean> | null) => Promise<T>,
     parkable: (outcome: T) => SharedAnswer | null,
     onDemand: boolean,
+    notLed: ((outcome: T) => boolean) | undefined,
   ): Promise<{ answer: T } | { follow: true }> {
     const { store, clock } = this.options;
     const leaseMs = this.options.leaseMs ?? 10_000;
@@ -238,10 +240,10 @@ export class Coalescer {
         await store.releaseLock(lock, owner).catch(() => {});
         this.announce(key);
       }
-      if (err instanceof NotLeader && ok === false) return { follow: true };
       throw err;
     }
     const ok = await locked;
+    if (ok === false && notLed?.(answer)) return { follow: true };
     if (ok !== true) return { answer };
     this.handOver(key, owner, answer, parkable, lease, onDemand);
     return { answer };

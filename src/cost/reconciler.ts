@@ -12,7 +12,7 @@
 import type { Clock } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
 import type { ChargeStore, PendingCharge, StateStore } from '../store/store.ts';
-import type { GovernedUpstream } from '../upstream/governed-upstream.ts';
+import { type GovernedResponse, type GovernedUpstream, sentOrThrow } from '../upstream/governed-upstream.ts';
 import type { ChargeBook } from './charge-book.ts';
 import type { ChargeOutbox } from './charge-outbox.ts';
 
@@ -107,22 +107,25 @@ export class Reconciler {
       });
       return 'kept_unresolved';
     }
-    let res: Awaited<ReturnType<GovernedUpstream['request']>>;
+    let res: GovernedResponse;
     try {
-      res = await this.options.upstream.request({
-        app: '_gateway',
-        route: p.operation as RouteName,
-        maxWaitMs: Math.min(5_000, this.options.timeoutMs),
-        method: p.method,
-        path: p.target,
-        headers: {
-          accept: 'application/json',
-          'idempotency-key': p.replayKey ?? p.key,
-          ...(p.body !== null ? { 'content-type': 'application/json' } : {}),
-        },
-        ...(p.body !== null ? { body: p.body } : {}),
-        timeoutMs: this.options.timeoutMs,
-      });
+      // Not started (the rate queue refused): tried again next round, like a failed replay.
+      res = sentOrThrow(
+        await this.options.upstream.request({
+          app: '_gateway',
+          route: p.operation as RouteName,
+          maxWaitMs: Math.min(5_000, this.options.timeoutMs),
+          method: p.method,
+          path: p.target,
+          headers: {
+            accept: 'application/json',
+            'idempotency-key': p.replayKey ?? p.key,
+            ...(p.body !== null ? { 'content-type': 'application/json' } : {}),
+          },
+          ...(p.body !== null ? { body: p.body } : {}),
+          timeoutMs: this.options.timeoutMs,
+        }),
+      );
     } catch (err) {
       this.options.onError?.(err, 'reconciler replay failed; tried again next round');
       return this.later(p);

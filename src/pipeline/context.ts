@@ -11,10 +11,10 @@ import type { OpenCharge } from '../cost/charge-book.ts';
 import type { CompanyWindows } from '../cost/window-tracker.ts';
 import type { RequestTrace } from '../ops/tracing.ts';
 import type { ChargeShape, IncomingCall, UpstreamRoute } from '../route-table.ts';
-import type { Refusal } from './outcome.ts';
+import type { CacheStatus, Refusal } from './outcome.ts';
+import type { SendConditions } from './send-conditions.ts';
 
-/** X-Cache. DERIVED: a section read answered from the company's cached dossier (stages/derive.ts). */
-export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'COALESCED' | 'BYPASS' | 'DERIVED';
+export type { CacheStatus } from './outcome.ts';
 
 export interface RequestContext {
   requestId: string;
@@ -28,6 +28,12 @@ export interface RequestContext {
   pathAndQuery: string;
   /** Aborts when the client goes away before the answer is written. */
   signal: AbortSignal;
+  /**
+   * What the upstream stage waits for before it sends (send-conditions.ts): the lead (coalesce),
+   * the store's windows agreeing with a guess (cache), the charge entry (budget). Each is set by
+   * its own stage; the order they are judged in is declared in index.ts.
+   */
+  sendWhen: SendConditions;
   /** The request's trace (src/ops/tracing.ts); absent when tracing is off. */
   trace?: RequestTrace;
 
@@ -54,31 +60,26 @@ export interface RequestContext {
   covered?: boolean;
   /** budget: the charge opened for this call (estimate held, pending entry written). */
   charge?: OpenCharge;
-  /**
-   * budget: resolves true once `charge` is opened, false when the budget refused it or the store
-   * failed. The rate slot is taken meanwhile; the upstream stage sends the call only after true.
-   */
-  opened?: Promise<boolean>;
   /** idempotency: the key sent upstream with a charged call. */
   idempotencyKey?: string;
   /** upstream: ms (clock) when the first attempt started. */
   startedAt?: number;
-  /**
-   * coalesce: resolves whether this request leads the call across replicas (its lock was asked
-   * for without waiting); the upstream stage waits for it before the call is sent.
-   */
-  lead?: Promise<boolean>;
   /** retry: the attempt being made (0 = first). */
   attempt?: number;
   /** retry/upstream: the deadline of the attempts once the first started (queue time excluded). */
   callDeadline?: number;
 
   // --- outcome facts for headers and the log line ---
+  /**
+   * How the app was served: the stages put these on the outcome they return (outcome.ts Served);
+   * the handler copies them here once, when the pipeline has answered.
+   */
   cache?: CacheStatus;
   chargedMinor?: number;
-  estimateMinor?: number;
   /** ISO time the company's free window ends, when known. */
   windowExpires?: string;
+  /** budget: what the call was estimated to cost (X-Cost-Estimate-Minor). */
+  estimateMinor?: number;
   upstreamMs?: number;
   /** Time spent waiting in the rate queue. */
   queuedMs?: number;
@@ -89,13 +90,6 @@ export interface RequestContext {
   outcomeUnknown?: boolean;
   /** Whether an open window covered this call when it arrived (set by the cache stage). */
   windowCovered?: boolean;
-  /**
-   * cache: set when the windows above are this replica's last look (WindowTracker.guess), not
-   * the store's: resolves whether the store's agree that the read is covered. The upstream call
-   * waits for it; false stops it before it is sent (NotReady) and the cache stage starts over
-   * with the store's windows.
-   */
-  windowsAgree?: Promise<boolean>;
   /** The upstream's X-Request-Id of the answer (log line). */
   upstreamRequestId?: string;
   /** Error envelope code and, for 402/429, why (log line, metrics; set by the error handler). */

@@ -31,6 +31,7 @@ import { type ChargeShape, type IncomingCall, UPSTREAM_ROUTES, type UpstreamRout
 import type { RequestContext } from './context.ts';
 import type { PipelineDeps } from './deps.ts';
 import { rateLimitValues } from './respond.ts';
+import { SendConditions } from './send-conditions.ts';
 
 interface HitRoute {
   route: UpstreamRoute;
@@ -54,6 +55,9 @@ interface Parsed {
 /** URLs remembered (null: not a HIT candidate); past this the memo starts over. */
 const URL_MEMO_MAX = 20_000;
 const byUrl = new Map<string, Parsed | null>();
+
+/** A HIT sends nothing upstream: no stage registers a send condition. */
+const NOTHING_TO_SEND = new SendConditions([]);
 
 /** A signal that never aborts: a HIT is written before the client can go. */
 const NEVER = new AbortController().signal;
@@ -229,6 +233,7 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
       rawBody: undefined,
       pathAndQuery: url,
       signal: NEVER,
+      sendWhen: NOTHING_TO_SEND,
       app,
       shape,
       directives: NO_DIRECTIVES,

@@ -16,16 +16,20 @@
 //   retry          pure retry policy, same key, injected clock
 //   upstreamCall   the governed upstream call                  (refuses 429)
 //
-// Refusals are values until refusals.ts writes them; respond.ts writes answers.
+// Three stages start a wait the send depends on (SEND_CONDITIONS below); the upstream stage awaits
+// them together with its rate slot and, when one says no, answers Unsent for its stage to act on.
+// Refusals and Unsent are values until the handler writes them (refusals.ts, respond.ts); only
+// faults are thrown.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { NO_DIRECTIVES } from '../cache/index.ts';
 import { lastQueryValues, parseJsonBody } from '../domain/requests.ts';
 import type { IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { RequestContext } from './context.ts';
 import type { PipelineDeps } from './deps.ts';
-import { isRefusal, type Outcome } from './outcome.ts';
+import { type Answer, isRefusal, isUnsent, type Outcome, type Refusal } from './outcome.ts';
 import { fromError } from './refusals.ts';
 import { writeAnswer, writeRefusal } from './respond.ts';
+import { type SendCondition, SendConditions } from './send-conditions.ts';
 import { compose, type StageFactory } from './stage.ts';
 import { authenticate } from './stages/authenticate.ts';
 import { budget } from './stages/budget.ts';
@@ -40,6 +44,15 @@ import { record } from './stages/record.ts';
 import { retry } from './stages/retry.ts';
 import { upstreamCall } from './stages/upstream.ts';
 import { validate } from './stages/validate.ts';
+
+/**
+ * What the upstream stage waits for before it sends, in the order the answers are judged: the
+ * first "no" decides what the outcome says (a follower follows whatever else was refused).
+ *   lead      coalesce: this replica leads the call across replicas     (else not_leader)
+ *   windows   cache: the store's windows agree with this replica's guess (else windows_disagree)
+ *   charge    budget: the charge entry is written and within the caps   (else charge_not_opened)
+ */
+export const SEND_CONDITIONS: readonly SendCondition[] = ['lead', 'windows', 'charge'];
 
 export const STAGES: readonly StageFactory[] = [
   authenticate,
@@ -81,6 +94,7 @@ export function makePipeline(deps: PipelineDeps) {
         rawBody,
         pathAndQuery: request.url,
         signal: clientGoneSignal(reply),
+        sendWhen: new SendConditions(SEND_CONDITIONS),
         app: null,
         shape: null,
         directives: NO_DIRECTIVES,
@@ -104,9 +118,25 @@ export function makePipeline(deps: PipelineDeps) {
         if (!refusal) throw err;
         outcome = refusal;
       }
+      if (isUnsent(outcome)) {
+        // The client left while its call was queued: nobody to write to. Any other Unsent is
+        // its stage's to act on; reaching here it is a fault.
+        if (outcome.why !== 'client_gone') throw new Error(`pipeline ended unsent: ${outcome.why}`);
+        return reply.code(499).send();
+      }
+      // How it was served, said once on the context for the headers, the log line and metrics.
+      ctx.cache = outcome.cache;
+      ctx.chargedMinor = outcome.chargedMinor ?? chargedHeader(outcome);
+      ctx.windowExpires = outcome.windowExpires;
       if (isRefusal(outcome)) return writeRefusal(ctx, reply, outcome, deps);
       return writeAnswer(ctx, reply, outcome, deps);
     };
+}
+
+/** An answer's X-Charged-Minor, when it says one (an answer no stage below priced). */
+function chargedHeader(outcome: Answer | Refusal): number | undefined {
+  const charged = outcome.headers['x-charged-minor'];
+  return !isRefusal(outcome) && charged !== undefined && /^\d+$/.test(charged) ? Number(charged) : undefined;
 }
 
 /** A HEAD request's headers with only-if-cached added (RFC 9111 5.2.1.7). */

@@ -37,10 +37,6 @@ export async function writeAnswer(
   }
   const upstreamId = answer.headers['x-request-id'];
   if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
-  if (ctx.chargedMinor === undefined) {
-    const charged = answer.headers['x-charged-minor'];
-    if (charged !== undefined && /^\d+$/.test(charged)) ctx.chargedMinor = Number(charged);
-  }
   if (ctx.chargedMinor !== undefined && ctx.shape !== null)
     reply.header('x-charged-minor', String(ctx.chargedMinor));
   // On every answer of a route that can charge: the budget stage's estimate, or 0 for an answer

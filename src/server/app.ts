@@ -22,7 +22,6 @@ import { ApiError, sendError } from '../errors.ts';
 import { snakeCaseKeys } from '../json-case.ts';
 import { STORE_RETRY_AFTER } from '../pipeline/refusals.ts';
 import { describeCause } from '../pipeline/respond.ts';
-import { ClientGone } from '../pipeline/stages/upstream.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import { clientErrorAnswer, refuseConnect, refusedWithoutHost } from './client-errors.ts';
 import { noteRefusal } from './request-accounting.ts';
@@ -150,7 +149,6 @@ export function createApp(o: AppOptions): GatewayApp {
   });
 
   app.setErrorHandler((err: FastifyError | ApiError | Error, request, reply) => {
-    if (err instanceof ClientGone) return reply.code(499).send();
     let apiError: ApiError;
     if (err instanceof ApiError) {
       apiError = err;

@@ -35,7 +35,7 @@ import { SoftLimitNotices } from '../metrics/soft-limit-notices.ts';
 import type { Tracing } from '../ops/tracing.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 import type { Store } from '../store/store.ts';
-import { GovernedUpstream } from '../upstream/governed-upstream.ts';
+import { GovernedUpstream, sentOrThrow } from '../upstream/governed-upstream.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 
 /** What the pipeline's parts are built from (buildServer's ServerDeps carry these and more). */
@@ -335,7 +335,10 @@ function priceBookOf(
   const { config, store, clock, logger } = deps;
   return new PriceBook({
     // The gateway's own calls spend the key budget too, under the name "_gateway".
-    upstream: { request: (req) => upstream.request({ ...req, app: '_gateway', route: 'me' }) },
+    // Not started (the rate queue refused): an error, reported; the next refresh tries again.
+    upstream: {
+      request: async (req) => sentOrThrow(await upstream.request({ ...req, app: '_gateway', route: 'me' })),
+    },
     clock,
     refreshMs: config.cost.pricesRefreshSeconds * 1000,
     timeoutMs: config.upstream.timeoutMs,

@@ -4,8 +4,9 @@
 // One place for acquire → call → observe → release, used by the request pipeline and by the
 // price book's GET /v1/me refresh alike, so no upstream call bypasses the shared budget.
 //
-// It never retries and never decides whether a call may start (the governor does); a refusal
-// comes back as a QueueRefusal error for the caller to turn into 429 rate_limited.
+// It never retries and never decides whether a call may start (the governor does); a call not
+// sent comes back as a value ({sent: false, why}) for the caller to act on: the pipeline turns a
+// refusal into 429 rate_limited, a background caller tries again later.
 import type { Denial, LimitClassName, RateGovernor } from '../limits/index.ts';
 import type { RouteName } from '../route-table.ts';
 import {
@@ -16,36 +17,27 @@ import {
 } from './upstream-client.ts';
 
 /**
- * Another replica leads this call (GovernedRequest.lead resolved false): nothing was sent, any
- * slot taken meanwhile was given back; the caller follows that replica's answer.
+ * What must hold before a call is sent, asked for alongside its rate slot (the request pipeline's
+ * SendConditions): `allMet` resolves false as soon as one is false (the queue is left early),
+ * `unmet` names the first that is false in its own order, or null.
  */
-export class NotLeader extends Error {
-  constructor() {
-    super('another replica leads this call');
-    this.name = 'NotLeader';
-  }
+export interface Preconditions<W extends string> {
+  allMet(): Promise<boolean>;
+  unmet(): Promise<W | null>;
 }
 
 /**
- * What the call had to have before it is sent (GovernedRequest.ready: its charge entry) did not
- * come: nothing was sent, any slot taken meanwhile was given back.
+ * A call that was not sent, as a value: the governor refused to start it (deadline, app cap,
+ * pause, client gone, shutdown), or a precondition said no. Any slot taken meanwhile was given
+ * back; nothing reached the upstream.
  */
-export class NotReady extends Error {
-  constructor() {
-    super('the call was not cleared to be sent');
-    this.name = 'NotReady';
-  }
-}
+export type NotSent<W extends string = never> =
+  | { sent: false; why: 'refused'; denial: Denial }
+  | { sent: false; why: 'unmet'; condition: W };
 
-/** The governor refused to start the call (deadline, app cap, pause, client gone, shutdown). */
-export class QueueRefusal extends Error {
-  constructor(readonly denial: Denial) {
-    super(`rate limit ${denial.limit}: ${denial.reason}, retry in ${denial.retryAfterMs} ms`);
-    this.name = 'QueueRefusal';
-  }
-}
+export type Governed<W extends string = never> = (GovernedResponse & { sent: true }) | NotSent<W>;
 
-export interface GovernedRequest extends UpstreamRequest {
+export interface GovernedRequest<W extends string = never> extends UpstreamRequest {
   /** Whose budget share the call spends (an app name, or "_gateway" for the gateway's own calls). */
   app: string;
   route: RouteName;
@@ -57,17 +49,8 @@ export interface GovernedRequest extends UpstreamRequest {
   onStart?: () => void;
   /** Classes this call is known not to spend (AcquireRequest.skip). */
   skip?: LimitClassName[];
-  /**
-   * Whether this call leads across replicas, asked for alongside the rate slot: the call is sent
-   * only once it resolves true; false gives the slot back and throws NotLeader.
-   */
-  lead?: Promise<boolean>;
-  /**
-   * What must be true before the call is sent, asked for alongside the rate slot (a charged
-   * call's entry being opened): false gives the slot back (or leaves the queue) and throws
-   * NotReady.
-   */
-  ready?: Promise<boolean>;
+  /** What must hold before the call is sent; one that does not gives the slot back (or leaves the queue). */
+  ready?: Preconditions<W>;
   /** Classes the answer shows the upstream did not count (their slots are given back). */
   unspent?: (res: UpstreamResponse) => LimitClassName[];
 }
@@ -103,24 +86,25 @@ export class GovernedUpstream {
     this.governor = options.governor;
   }
 
-  async request(req: GovernedRequest): Promise<GovernedResponse> {
+  /**
+   * The call, governed: its answer (`sent: true`), or why it was not sent (a value). A transport
+   * failure is thrown as UpstreamFailure (the call may have reached the upstream).
+   */
+  async request<W extends string = never>(req: GovernedRequest<W>): Promise<Governed<W>> {
     const permit = await this.governor.acquire({
       app: req.app,
       route: req.route,
       maxWaitMs: req.maxWaitMs,
       signal: req.queueSignal ?? req.signal,
       skip: req.skip,
-      needed: allTrue(req.lead, req.ready),
+      needed: req.ready?.allMet(),
     });
-    if (req.lead && !(await req.lead)) {
+    const condition = req.ready ? await req.ready.unmet() : null;
+    if (condition !== null) {
       if (permit.ok) await permit.release(false).catch((error: unknown) => this.options.onError?.(error));
-      throw new NotLeader();
+      return { sent: false, why: 'unmet', condition };
     }
-    if (req.ready && !(await req.ready)) {
-      if (permit.ok) await permit.release(false).catch((error: unknown) => this.options.onError?.(error));
-      throw new NotReady();
-    }
-    if (!permit.ok) throw new QueueRefusal(permit);
+    if (!permit.ok) return { sent: false, why: 'refused', denial: permit };
     req.onStart?.();
     let res: UpstreamResponse;
     try {
@@ -139,22 +123,26 @@ export class GovernedUpstream {
     if (unspent.length > 0)
       await permit.refund(unspent).catch((error: unknown) => this.options.onError?.(error));
     await permit.release(true).catch((error: unknown) => this.options.onError?.(error));
-    return { ...res, queuedMs: permit.waitedMs };
+    return { ...res, queuedMs: permit.waitedMs, sent: true };
   }
 }
 
-/** true once every given promise is true, false as soon as one is false; undefined if none given. */
-export function allTrue(a?: Promise<boolean>, b?: Promise<boolean>): Promise<boolean> | undefined {
-  if (!a || !b) return a ?? b;
-  return new Promise((resolve) => {
-    let left = 2;
-    const one = (ok: boolean) => {
-      if (!ok) resolve(false);
-      else if (--left === 0) resolve(true);
-    };
-    a.then(one, () => resolve(false));
-    b.then(one, () => resolve(false));
-  });
+/** A call the governor did not start, as an error (for callers outside the request pipeline that retry later). */
+export class NotStarted extends Error {
+  constructor(readonly notSent: NotSent<string>) {
+    super(
+      notSent.why === 'refused'
+        ? `rate limit ${notSent.denial.limit}: ${notSent.denial.reason}, retry in ${notSent.denial.retryAfterMs} ms`
+        : `not sent: ${notSent.condition}`,
+    );
+    this.name = 'NotStarted';
+  }
+}
+
+/** The answer of a sent call; a call not sent is thrown as NotStarted (background callers). */
+export function sentOrThrow<W extends string>(result: Governed<W>): GovernedResponse {
+  if (!result.sent) throw new NotStarted(result);
+  return result;
 }
 
 /** True when the failure proves no byte reached the upstream (nothing can have been charged). */

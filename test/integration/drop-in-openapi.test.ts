@@ -62,9 +62,9 @@ describe("the gateway's OpenAPI document", () => {
 });
 
 describe("the gateway's own additions are typed", () => {
-  it('X-Cache declares every status the gateway writes (CacheStatus in src/pipeline/context.ts)', async () => {
+  it('X-Cache declares every status the gateway writes (CacheStatus in src/pipeline/outcome.ts)', async () => {
     const { readFileSync } = await import('node:fs');
-    const source = readFileSync('src/pipeline/context.ts', 'utf8');
+    const source = readFileSync('src/pipeline/outcome.ts', 'utf8');
     const statuses = /export type CacheStatus = ([^;]+);/
       .exec(source)![1]!
       .match(/'([A-Z]+)'/g)!

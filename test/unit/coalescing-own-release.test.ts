@@ -2,7 +2,7 @@
 // hand-over sent the cross-replica lock's release (a turn of the event loop and a store round
 // trip later), waits until that release is sent, then asks for the lock: on the one connection
 // the release goes first, so the lock is free. Before, it found the lock taken, started its
-// call, stopped it (NotLeader), gave its first steps back and did them again once the lock was
+// call, stopped it (not led), gave its first steps back and did them again once the lock was
 // free. Half of back-to-back no-cache reads of one dossier through a Redis gateway did that
 // (seen with MONITOR: a take given back with three ZREMs, a released charge, then the lock, the
 // charge and the take again), ~5 store round trips more before the upstream call.
@@ -11,9 +11,8 @@ import { ManualClock } from '../../src/clock.ts';
 import { Coalescer, type SharedAnswer } from '../../src/cost/coalescer.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { StateStore } from '../../src/store/store.ts';
-import { NotLeader } from '../../src/upstream/governed-upstream.ts';
 
-it('a read arriving before this replica’s last lead sent its lock release waits for it and leads without a NotLeader turn', async () => {
+it('a read arriving before this replica’s last lead sent its lock release waits for it and leads without a not-led turn', async () => {
   const clock = new ManualClock();
   const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
   // One connection: commands run one after another, in the order they were sent. The hand-over's
@@ -42,16 +41,18 @@ it('a read arriving before this replica’s last lead sent its lock release wait
   const coalescer = new Coalescer({ store: proxied, clock, distributed: true, pollMs: 20 });
   let sent = 0;
   let notLeader = 0;
+  // What a call that stopped before sending because another replica leads answers (a value).
+  const NOT_LED: SharedAnswer = { status: 0, headers: {}, body: Buffer.alloc(0) };
   const call = async (lead: Promise<boolean> | null): Promise<SharedAnswer> => {
     if (lead && !(await lead)) {
       notLeader++;
-      throw new NotLeader();
+      return NOT_LED;
     }
     sent++;
     return { status: 200, headers: {}, body: Buffer.from(`answer ${sent}`) };
   };
   const park = (a: SharedAnswer) => a;
-  const options = { early: true, parkOnDemand: true };
+  const options = { early: true, parkOnDemand: true, notLed: (a: SharedAnswer) => a === NOT_LED };
 
   const first = await coalescer.run('k', clock.now() + 60_000, call, park, options);
   expect(first.follower).toBe(false);

@@ -8,7 +8,9 @@ import { Coalescer, type SharedAnswer } from '../../src/cost/coalescer.ts';
 import { WindowTracker } from '../../src/cost/window-tracker.ts';
 import type { RequestContext } from '../../src/pipeline/context.ts';
 import type { PipelineDeps } from '../../src/pipeline/deps.ts';
+import { SEND_CONDITIONS } from '../../src/pipeline/index.ts';
 import { type Answer, isRefusal, type Outcome } from '../../src/pipeline/outcome.ts';
+import { SendConditions } from '../../src/pipeline/send-conditions.ts';
 import { compose } from '../../src/pipeline/stage.ts';
 import { retry } from '../../src/pipeline/stages/retry.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
@@ -45,6 +47,7 @@ describe('the retry stage on a manual clock', () => {
       rawBody: undefined,
       pathAndQuery: '/v1/banks/044525225',
       signal: new AbortController().signal,
+      sendWhen: new SendConditions(SEND_CONDITIONS),
       app: null,
       shape: null,
       directives: {} as RequestContext['directives'],

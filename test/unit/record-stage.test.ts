@@ -4,7 +4,7 @@
 // entry counted for the reconciler. Found in CI: a retry that met 409 released a hold the first
 // attempt went on to spend (the gateway ledger then lacked an entry the upstream charged).
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.ts';
+import { ManualClock, seededRandom } from '../../src/clock.ts';
 import { BudgetGuard } from '../../src/cost/budget-guard.ts';
 import { ChargeBook } from '../../src/cost/charge-book.ts';
 import { ChargeOutbox } from '../../src/cost/charge-outbox.ts';
@@ -13,15 +13,18 @@ import { WindowTracker } from '../../src/cost/window-tracker.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { RequestContext } from '../../src/pipeline/context.ts';
 import type { PipelineDeps } from '../../src/pipeline/deps.ts';
-import type { Answer, Outcome } from '../../src/pipeline/outcome.ts';
+import { type Answer, type Outcome, unsent } from '../../src/pipeline/outcome.ts';
 import { upstreamUnavailable } from '../../src/pipeline/refusals.ts';
-import { compose } from '../../src/pipeline/stage.ts';
+import { SendConditions } from '../../src/pipeline/send-conditions.ts';
+import { compose, type Stage, type StageFactory } from '../../src/pipeline/stage.ts';
 import { record } from '../../src/pipeline/stages/record.ts';
+import { retry } from '../../src/pipeline/stages/retry.ts';
+import { UpstreamFailure } from '../../src/upstream/upstream-client.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 
 const INN = '7707083893';
 
-async function run(outcome: Outcome, unknownFlag = false) {
+async function run(outcome: Outcome | Stage, unknownFlag = false, below: StageFactory<PipelineDeps>[] = []) {
   const clock = new ManualClock();
   const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
   const budgets = new BudgetGuard({
@@ -56,6 +59,7 @@ async function run(outcome: Outcome, unknownFlag = false) {
     logger: createLogger('silent'),
     metrics,
     prices,
+    random: seededRandom(1),
   } as unknown as PipelineDeps;
   const opened = await charges.open({
     key: 'gw1r-k',
@@ -77,11 +81,25 @@ async function run(outcome: Outcome, unknownFlag = false) {
     call: { idempotencyKey: undefined },
     shape: { kind: 'dossier', inn: INN, covered: 'dossier', opens: 'dossier' },
     charge: opened.charge,
-    opened: Promise.resolve(true),
+    sendWhen: chargeOpened(),
     outcomeUnknown: unknownFlag,
     startedAt: clock.now(),
+    idempotencyKey: 'gw1r-k',
+    deadline: clock.now() + 60_000,
+    timeoutMs: 10_000,
   } as unknown as RequestContext;
-  await compose([record(deps), async () => outcome])(ctx);
+  const last: Stage = typeof outcome === 'function' ? outcome : async () => outcome;
+  const done = compose([record(deps), ...below.map((stage) => stage(deps)), last])(ctx);
+  // The retry stage sleeps on the manual clock between attempts: move it until the run ends.
+  let ended = false;
+  void done.finally(() => {
+    ended = true;
+  });
+  while (!ended) {
+    await new Promise((r) => setImmediate(r));
+    clock.advance(1_000);
+  }
+  await done;
   const [counter] = await store.readCounters(budgets.counterSpecs('crm').map((s) => s.key));
   return {
     pending: await store.pendingCharges(),
@@ -129,9 +147,40 @@ describe('record stage', () => {
     expect(told.counter.reservedMinor).toBe(0);
   });
 
+  it('a call never sent (another replica leads, the client left while queued) releases the hold', async () => {
+    for (const why of ['not_leader', 'client_gone', 'windows_disagree'] as const) {
+      const r = await run(unsent(why));
+      expect(r.counter).toMatchObject({ spentMinor: 0, reservedMinor: 0 });
+      expect(r.pending).toEqual([]);
+      expect(r.ledger).toEqual([]);
+    }
+  });
+
+  it('a retry not sent because the client left keeps counted what the timed-out first attempt may have charged', async () => {
+    // Before the send conditions were values, "client gone" was one exception for both cases, and
+    // the record stage released the hold of a first attempt that may have been charged upstream.
+    let attempts = 0;
+    const upstream: Stage = async (ctx) => {
+      attempts++;
+      if (ctx.attempt === 0) throw new UpstreamFailure('timeout', 'no answer in time');
+      return unsent('client_gone');
+    };
+    const r = await run(upstream, false, [retry]);
+    expect(attempts).toBe(2);
+    expect(r.counter).toMatchObject({ spentMinor: 0, reservedMinor: 9900 });
+    expect(r.pending).toHaveLength(1);
+  });
+
   it('no answer (a timeout) keeps it counted', async () => {
     const r = await run(upstreamUnavailable('timeout'), true);
     expect(r.counter).toMatchObject({ spentMinor: 0, reservedMinor: 9900 });
     expect(r.pending).toHaveLength(1);
   });
 });
+
+/** The budget stage's side of a charged call: its charge entry was opened (send condition `charge`). */
+function chargeOpened(): SendConditions {
+  const conditions = new SendConditions(['charge']);
+  conditions.set('charge', Promise.resolve(true));
+  return conditions;
+}

@@ -4,16 +4,15 @@
 // idempotency key, app, INN, kind, estimate, what to replay). A cap that would be passed is
 // 402 budget_exceeded: no upstream call, no charge. That step goes out together with the rate
 // take of the stages below (one round trip, not two); the upstream call is sent only once it has
-// answered (ctx.opened, GovernedRequest.ready), and a refused one gives the slot back. From here
+// answered (send condition `charge`, send-conditions.ts), and a refused one gives the slot back. From here
 // on the charge is the record stage's: settled, released, or left counted for the reconciler —
 // never forgotten.
 import { estimateMinor } from '../../cost/estimate.ts';
 import { ApiError } from '../../errors.ts';
 import { endWithError } from '../../ops/tracing.ts';
-import { NotLeader } from '../../upstream/governed-upstream.ts';
 import type { PipelineDeps } from '../deps.ts';
-import type { Outcome } from '../outcome.ts';
-import { refuse } from '../refusals.ts';
+import { isUnsent, type Outcome, type Refusal } from '../outcome.ts';
+import { fromError, refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 import { retryStoreFaults, storeRetry } from '../store-retry-options.ts';
 
@@ -34,15 +33,13 @@ export const budget: StageFactory<BudgetDeps> = (deps) => async (ctx, next) => {
     estimateMinor(shape, ctx.covered === true, (k) =>
       capped ? deps.prices.priceForBudget(k) : deps.prices.price(k),
     );
-  let estimate: number;
-  try {
-    estimate = estimateNow();
-  } catch (err) {
+  let estimate = pricedOrRefused(estimateNow);
+  if (typeof estimate !== 'number') {
     // No price ever seen and a cap applies: read /v1/me once more before refusing (503
-    // prices_unknown is thrown again when it still lists none).
-    if (!(err instanceof ApiError && err.code === 'prices_unknown')) throw err;
+    // prices_unknown, with when to retry, when it still lists none).
     await deps.prices.refresh();
-    estimate = estimateNow();
+    estimate = pricedOrRefused(estimateNow);
+    if (typeof estimate !== 'number') return estimate;
   }
   ctx.estimateMinor = estimate;
   const request = {
@@ -59,7 +56,8 @@ export const budget: StageFactory<BudgetDeps> = (deps) => async (ctx, next) => {
     opens: ctx.shape.opens,
   };
   // The charge is opened while the stages below take the rate slot (one round trip for both, not
-  // two in a row); the call itself is sent only once the entry is written (ctx.opened).
+  // two in a row); the call itself is sent only once the entry is written (send condition
+  // `charge`).
   const span = ctx.trace?.child('charge open', { 'cpgw.estimate_minor': estimate });
   // A store fault is waited out within the deadline (a failover), then answered 503.
   const opening = retryStoreFaults(() => deps.charges.open(request), storeRetry(ctx, deps)).then(
@@ -68,6 +66,7 @@ export const budget: StageFactory<BudgetDeps> = (deps) => async (ctx, next) => {
         if (opened.ok) span.end();
         else endWithError(span, 'budget_exceeded');
       }
+      if (opened.ok) ctx.charge = opened.charge;
       return { opened };
     },
     (error: unknown) => {
@@ -75,30 +74,31 @@ export const budget: StageFactory<BudgetDeps> = (deps) => async (ctx, next) => {
       return { error };
     },
   );
-  ctx.opened = opening.then((r) => {
-    if ('error' in r || !r.opened.ok) return false;
-    ctx.charge = r.opened.charge;
-    return true;
-  });
+  ctx.sendWhen.set(
+    'charge',
+    opening.then((r) => 'opened' in r && r.opened.ok),
+  );
   let out: Outcome | undefined;
-  let failure: { err: unknown } | undefined;
+  let fault: { err: unknown } | undefined;
   try {
     out = await next();
   } catch (err) {
-    failure = { err };
+    fault = { err };
   }
   const result = await opening;
+  // Another replica leads the call: this one follows it (charged 0), whatever the store said.
+  const follows = out !== undefined && isUnsent(out) && out.why === 'not_leader';
   if ('error' in result) {
     // The store failed: the entry may or may not have been written (a lost reply). The call was
     // not sent, so it is released (through the outbox: in order, once the store is back), never
     // replayed by the reconciler as a purchase nobody wants any more.
     await deps.outbox.submit({ op: 'release', key: request.key });
-    // Another replica leads the call: this one follows it (charged 0), store or not.
-    throw failure?.err instanceof NotLeader ? failure.err : result.error;
+    if (follows) return out!;
+    throw result.error;
   }
   const opened = result.opened;
-  if (!opened.ok && !(failure?.err instanceof NotLeader)) {
-    // Refused before anything was sent (the stages below stop at ctx.opened: NotReady).
+  if (!opened.ok && !follows) {
+    // Refused before anything was sent (the upstream stage stopped at the `charge` condition).
     deps.logger.warn({ app, period: opened.period, scope: opened.scope, estimate }, 'budget exceeded');
     return refuse('budget_exceeded', {
       app,
@@ -110,6 +110,16 @@ export const budget: StageFactory<BudgetDeps> = (deps) => async (ctx, next) => {
       estimate_minor: estimate,
     });
   }
-  if (failure) throw failure.err;
+  if (fault) throw fault.err;
   return out!;
 };
+
+/** The estimate, or the refusal when a capped app's call needs a price never seen (prices_unknown). */
+function pricedOrRefused(estimate: () => number): number | Refusal {
+  try {
+    return estimate();
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'prices_unknown') return fromError(err)!;
+    throw err;
+  }
+}

@@ -5,26 +5,21 @@
 // checked by the stages BEFORE this one: the cache is shared by all apps, its answers are not.
 // Reads the company's windows once (a refresh inside an open window is free upstream).
 import type { CacheEntry, CacheRequest } from '../../cache/index.ts';
-import { NotReady } from '../../upstream/governed-upstream.ts';
 import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
-import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
+import { type Answer, isAnswer, isRefusal, isUnsent, type Outcome, servedWith } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
-import type { StageFactory } from '../stage.ts';
+import type { Next, StageFactory } from '../stage.ts';
 
 /** What this stage uses of PipelineDeps. */
 export type CacheDeps = Pick<PipelineDeps, 'cache' | 'clock' | 'logger' | 'windows'>;
 
 export const cache: StageFactory<CacheDeps> = (deps) => {
-  const stage = async (
-    ctx: RequestContext,
-    next: () => Promise<Outcome>,
-    guess: boolean,
-  ): Promise<Outcome> => {
+  const stage = async (ctx: RequestContext, next: Next, guess: boolean): Promise<Outcome> => {
     if (ctx.policy === null) {
       // A cached route whose request has no key (e.g. an unparsable page): passed through.
-      if (ctx.route.cache !== null) ctx.cache = 'BYPASS';
-      return next();
+      const out = await next();
+      return ctx.route.cache !== null ? servedWith(out, { cache: 'BYPASS' }) : out;
     }
     let windowOpen = false;
     const covered = ctx.shape?.covered ?? null;
@@ -33,13 +28,14 @@ export const cache: StageFactory<CacheDeps> = (deps) => {
     if (inn && covered && guessed) {
       // This replica last saw a window covering the read: the stages below go on as covered (its
       // lock, charge entry of 0 and rate slot asked for at once) while the store's windows are
-      // read; the call is sent only if they agree (ctx.windowsAgree), else all starts over here.
+      // read; the call is sent only if they agree (send condition `windows`), else all starts
+      // over here.
       ctx.windows = guessed;
       windowOpen = true;
       ctx.windowCovered = true;
-      ctx.windowsAgree = deps.windows.get(inn).then(
-        (windows) => deps.windows.covers(windows, covered),
-        () => false,
+      ctx.sendWhen.set(
+        'windows',
+        deps.windows.get(inn).then((windows) => deps.windows.covers(windows, covered)),
       );
     } else if (inn && covered) {
       try {
@@ -51,9 +47,10 @@ export const cache: StageFactory<CacheDeps> = (deps) => {
         deps.logger.warn({ err: (err as Error).message }, 'windows unreadable; judged closed');
       }
     }
+    let windowExpires: string | undefined;
     if (ctx.windows && covered) {
       const expiry = deps.windows.expiry(ctx.windows, covered);
-      if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
+      if (expiry > deps.clock.now()) windowExpires = new Date(expiry).toISOString();
     }
     const creq: CacheRequest = {
       route: ctx.route.name,
@@ -66,59 +63,43 @@ export const cache: StageFactory<CacheDeps> = (deps) => {
       ...(ctx.ticket?.inn ? { inn: ctx.ticket.inn } : {}),
     };
     const found = await deps.cache.lookup(creq);
-    if (found.action === 'serve') return served(ctx, deps, found.entry, found.status);
-    if (found.action === 'not_cached') return refuse('not_cached');
-    if (found.action === 'bypass') {
-      ctx.cache = 'BYPASS';
-      return next();
-    }
-    let out: Outcome;
-    try {
-      out = await next();
-    } catch (err) {
-      // The windows assumed were not the store's (here, or in the leader this request followed):
-      // nothing was sent and nothing is held; once more, from the store's windows.
-      if (!(err instanceof NotReady) || !guess) throw err;
+    if (found.action === 'serve') return served(ctx, deps, found.entry, found.status, windowExpires);
+    if (found.action === 'not_cached') return servedWith(refuse('not_cached'), { windowExpires });
+    if (found.action === 'bypass') return servedWith(await next(), { cache: 'BYPASS', windowExpires });
+    const out = await next();
+    if (isUnsent(out) && out.why === 'windows_disagree' && guess) {
+      // The windows assumed were not the store's: nothing was sent and nothing is held; once
+      // more, from the store's windows.
       forgetBelowCache(ctx);
       return stage(ctx, next, false);
     }
+    if (isUnsent(out)) return out;
     // Answered from the dossier entry (stages/derive.ts): not stored again, its Age is the dossier's.
-    if (ctx.cache === 'DERIVED') return out;
+    if (isAnswer(out) && out.cache === 'DERIVED') return servedWith(out, { windowExpires });
     const failed = isRefusal(out)
       ? out.code === 'upstream_unavailable'
       : out.status === 502 || out.status === 503;
     if (failed) {
       const stale = deps.cache.onUpstreamError(found.staleEntry, ctx.directives, ctx.app?.name ?? null);
-      if (stale) return served(ctx, deps, stale, 'STALE');
+      if (stale) return served(ctx, deps, stale, 'STALE', windowExpires);
     }
-    if (isRefusal(out)) return out;
-    if (ctx.cache !== 'COALESCED') {
-      // A free read is stored after its answer is written (a read before that is one more free
-      // call). Any other answer is stored first, so a read right after it never pays again.
-      if (freeRead(ctx, deps)) deps.cache.saveLater(creq, out);
-      else await deps.cache.save(creq, out);
-      ctx.cache = 'MISS';
-    }
-    return { ...out, headers: { ...out.headers, age: '0' } };
+    if (isRefusal(out)) return servedWith(out, { windowExpires });
+    if (out.cache === 'COALESCED')
+      return servedWith({ ...out, headers: { ...out.headers, age: '0' } }, { windowExpires });
+    // A free read is stored after its answer is written (a read before that is one more free
+    // call). Any other answer is stored first, so a read right after it never pays again.
+    if (freeRead(ctx, deps, out)) deps.cache.saveLater(creq, out);
+    else await deps.cache.save(creq, out);
+    return servedWith({ ...out, headers: { ...out.headers, age: '0' }, cache: 'MISS' }, { windowExpires });
   };
   return (ctx, next) => stage(ctx, next, true);
 };
 
 /** What the stages from here down set on a first pass that sent nothing. */
 function forgetBelowCache(ctx: RequestContext): void {
-  for (const key of [
-    'windows',
-    'windowCovered',
-    'windowExpires',
-    'windowsAgree',
-    'covered',
-    'charge',
-    'opened',
-    'estimateMinor',
-    'lead',
-    'cache',
-  ] as const)
+  for (const key of ['windows', 'windowCovered', 'covered', 'charge', 'estimateMinor'] as const)
     delete ctx[key];
+  ctx.sendWhen.clear();
 }
 
 /** The window must stay open this long after the answer for its entry to be stored after it. */
@@ -128,17 +109,28 @@ const DEFER_SAVE_MIN_WINDOW_MS = 1_000;
  * A read whose repetition costs nothing: a free route, or a read an open window covered that
  * cost nothing and whose window stays open (upstream, no margin) for at least a second more.
  */
-function freeRead(ctx: RequestContext, deps: CacheDeps): boolean {
+function freeRead(ctx: RequestContext, deps: CacheDeps, out: Answer): boolean {
   if (ctx.route.charge === null) return true;
   const need = ctx.shape?.covered;
-  if (ctx.covered !== true || ctx.chargedMinor !== 0 || !need || !ctx.windows) return false;
+  if (ctx.covered !== true || out.chargedMinor !== 0 || !need || !ctx.windows) return false;
   return deps.windows.expiry(ctx.windows, need) - deps.clock.now() >= DEFER_SAVE_MIN_WINDOW_MS;
 }
 
-function served(ctx: RequestContext, deps: CacheDeps, entry: CacheEntry, status: 'HIT' | 'STALE'): Answer {
+function served(
+  ctx: RequestContext,
+  deps: CacheDeps,
+  entry: CacheEntry,
+  status: 'HIT' | 'STALE',
+  windowExpires: string | undefined,
+): Answer {
   const acceptEncoding = ctx.headers['accept-encoding'];
   const rendered = deps.cache.render(entry, acceptEncoding, status);
-  ctx.cache = status;
-  ctx.chargedMinor = 0;
-  return { status: rendered.status, headers: rendered.headers, body: rendered.body };
+  return {
+    status: rendered.status,
+    headers: rendered.headers,
+    body: rendered.body,
+    cache: status,
+    chargedMinor: 0,
+    ...(windowExpires ? { windowExpires } : {}),
+  };
 }

@@ -26,8 +26,7 @@ import { storedDeliveryQueue } from '../../checks/webhook-deliveries.ts';
 import type { GatewayConfig } from '../../config/schema.ts';
 import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
-import type { Answer, Outcome } from '../outcome.ts';
-import { isRefusal } from '../outcome.ts';
+import { type Answer, isAnswer, type Outcome } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
 import type { Next, StageFactory } from '../stage.ts';
 
@@ -68,12 +67,14 @@ async function poll(
   const now = deps.clock.now();
   if (!ticket.ready && ticket.ticketBody && ticket.nextPollAt !== undefined && now < ticket.nextPollAt) {
     // Earlier than the upstream's Retry-After: it would only say "still collecting".
-    ctx.cache = 'HIT';
-    ctx.chargedMinor = 0;
-    return localTicket(ticket, Math.ceil((ticket.nextPollAt - now) / 1000), base);
+    return {
+      ...localTicket(ticket, Math.ceil((ticket.nextPollAt - now) / 1000), base),
+      cache: 'HIT',
+      chargedMinor: 0,
+    };
   }
   const out = await next();
-  if (isRefusal(out) || ctx.cache === 'HIT' || ctx.cache === 'STALE') return out;
+  if (!isAnswer(out) || out.cache === 'HIT' || out.cache === 'STALE') return out;
   if (out.status === 202) {
     await deps.tickets.stillPending(ticket, deps.clock.now(), out.headers['retry-after']);
     return withGatewayUrls(out, deps.config, base);
@@ -91,8 +92,7 @@ async function poll(
     base: '',
   });
   const expiry = windows ? deps.windows.expiry(windows, ticket.purpose) : 0;
-  if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
-  return out;
+  return expiry > deps.clock.now() ? { ...out, windowExpires: new Date(expiry).toISOString() } : out;
 }
 
 async function create(
@@ -106,9 +106,9 @@ async function create(
   const pending = await deps.tickets.pendingFor(check.inn, check.purpose);
   if (pending?.ticketBody) {
     await deps.tickets.join(pending.checkId, app, base);
-    ctx.chargedMinor = 0;
-    ctx.cache = 'COALESCED';
     return {
+      cache: 'COALESCED',
+      chargedMinor: 0,
       status: 202,
       headers: {
         'content-type': 'application/json; charset=utf-8',
@@ -118,10 +118,10 @@ async function create(
     };
   }
   const out = await next();
-  if (isRefusal(out) || out.status !== 202) return out;
+  if (!isAnswer(out) || out.status !== 202) return out;
   const checkId = checkIdOf(out.body);
   if (!checkId) return out;
-  if (ctx.cache === 'COALESCED') {
+  if (out.cache === 'COALESCED') {
     // A follower of a concurrent identical creation: the leader recorded the ticket.
     await deps.tickets.join(checkId, app, base);
     return withGatewayUrls(out, deps.config, base);

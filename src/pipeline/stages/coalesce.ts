@@ -9,8 +9,8 @@ import { normalizedTarget } from '../../cost/idempotency-keys.ts';
 import { now } from '../../ops/tracing.ts';
 import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
-import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
-import type { StageFactory } from '../stage.ts';
+import { isAnswer, isRefusal, isUnsent, type Outcome } from '../outcome.ts';
+import type { Next, StageFactory } from '../stage.ts';
 
 const PER_APP_REFUSALS = new Set(['budget_exceeded', 'rate_limited']);
 
@@ -21,7 +21,7 @@ const MAX_ROUNDS = 3;
 export type CoalesceDeps = Pick<PipelineDeps, 'coalescer' | 'metrics'>;
 
 export const coalesce: StageFactory<CoalesceDeps> = (deps) => {
-  const join = async (ctx: RequestContext, next: () => Promise<Outcome>, round: number): Promise<Outcome> => {
+  const join = async (ctx: RequestContext, next: Next, round: number): Promise<Outcome> => {
     const key = coalesceKey(ctx);
     if (key === null) return next();
     // A free read (a free route, or a read an open window covers) asks for the cross-replica lead
@@ -35,33 +35,42 @@ export const coalesce: StageFactory<CoalesceDeps> = (deps) => {
       key,
       ctx.deadline,
       (lead) => {
-        ctx.lead = lead ?? undefined;
+        // The call is sent only once this replica leads it (send condition `lead`).
+        if (lead) ctx.sendWhen.set('lead', lead);
         return next();
       },
-      (o) => (isRefusal(o) ? null : o),
+      (o) => (isAnswer(o) ? o : null),
       // A GET's answer is parked for other replicas only when one of them waits for it; a check
       // (POST) is always parked: a follower that missed it would buy a second check.
-      { early, parkOnDemand: ctx.route.method === 'GET' },
+      {
+        early,
+        parkOnDemand: ctx.route.method === 'GET',
+        notLed: (o) => isUnsent(o) && o.why === 'not_leader',
+      },
     );
-    if (!follower) return answer;
+    if (!follower) return answer as Outcome;
+    const shared = answer as Outcome;
     ctx.trace
       ?.childSince('coalesce follower wait', waitStart, {
         'cpgw.coalesce_round': round,
-        'cpgw.shared': !isRefusal(answer as Outcome),
+        'cpgw.shared': isAnswer(shared),
       })
       .end();
-    if (isRefusal(answer as Outcome)) {
-      if (!PER_APP_REFUSALS.has((answer as { code: string }).code)) return answer as Outcome;
-      // The leader's own budget or rate cap refused it; this follower's app may still go. The
-      // followers go on together again (one of them leads), not each on its own: one key slot
-      // and one upstream call, not one per follower.
-      return round < MAX_ROUNDS ? join(ctx, next, round + 1) : next();
-    }
-    ctx.cache = 'COALESCED';
-    ctx.chargedMinor = 0;
-    const shared = answer as Answer;
+    // The leader's own budget or rate cap refused it, or it sent nothing (its client left, its
+    // windows were not the store's): this follower's app may still go. The followers go on
+    // together again (one of them leads), not each on its own: one key slot and one upstream
+    // call, not one per follower.
+    const again = isUnsent(shared) || (isRefusal(shared) && PER_APP_REFUSALS.has(shared.code));
+    if (again) return round < MAX_ROUNDS ? join(ctx, next, round + 1) : next();
+    if (!isAnswer(shared)) return shared;
     deps.metrics.saved(ctx, 'coalesced', Number(shared.headers['x-charged-minor'] ?? 0));
-    return { ...shared, headers: { ...shared.headers, 'x-charged-minor': '0' } };
+    return {
+      status: shared.status,
+      headers: { ...shared.headers, 'x-charged-minor': '0' },
+      body: shared.body,
+      cache: 'COALESCED',
+      chargedMinor: 0,
+    };
   };
   return (ctx, next) => join(ctx, next, 0);
 };

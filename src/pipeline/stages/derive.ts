@@ -24,9 +24,10 @@ import { decide } from '../../cache/freshness.ts';
 import { type CacheEntry, NO_DIRECTIVES } from '../../cache/index.ts';
 import { compareSection, derivableMember, memberOf } from '../../cache/section-equivalence.ts';
 import { isSectionName, SECTION_NAMES, type SectionName } from '../../domain/requests.ts';
+import { sentOrThrow } from '../../upstream/governed-upstream.ts';
 import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
-import { type Answer, isRefusal } from '../outcome.ts';
+import { type Answer, isAnswer } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
 
 /** The gateway's own calls spend the shared budget under this name (as the price book's). */
@@ -72,8 +73,6 @@ export const derive: StageFactory<DeriveDeps> = (deps) => {
     if (!verdict.serve || verdict.stale) return null;
     const member = derivableMember(parseEntry(entry), section);
     if (member === undefined) return null;
-    ctx.cache = 'DERIVED';
-    ctx.chargedMinor = 0;
     const saved = deps.metrics.directCost(ctx, false);
     deps.metrics.saved(ctx, 'derived', saved);
     sections!.counters.derived++;
@@ -86,11 +85,14 @@ export const derive: StageFactory<DeriveDeps> = (deps) => {
         vary: 'Accept-Encoding',
       },
       body: Buffer.from(JSON.stringify(member), 'utf8'),
+      cache: 'DERIVED',
+      chargedMinor: 0,
     };
   }
 
   /** A first-page section answer from upstream: evidence, or a dossier prefetch. */
-  async function afterSection(ctx: RequestContext, inn: string, section: SectionName, body: Buffer) {
+  async function afterSection(ctx: RequestContext, inn: string, section: SectionName, out: Answer) {
+    const body = out.body;
     const start = windowStart(ctx);
     if (start !== null) {
       const entry = await dossierEntry(inn);
@@ -98,7 +100,7 @@ export const derive: StageFactory<DeriveDeps> = (deps) => {
         await learn(section, parseJson(body), parseEntry(entry));
       return;
     }
-    if ((ctx.chargedMinor ?? 0) > 0 && deps.config.cache.prefetchDossier) {
+    if ((out.chargedMinor ?? 0) > 0 && deps.config.cache.prefetchDossier) {
       const entry = await dossierEntry(inn);
       const dossierMaxAge = maxAgeFor(deps.config.cache, 'dossier', null);
       if (entry?.status === 200 && deps.clock.now() - entry.storedAt < dossierMaxAge) return;
@@ -120,15 +122,18 @@ export const derive: StageFactory<DeriveDeps> = (deps) => {
     }
     const until = deps.windows.expiry(windows, 'dossier') - deps.clock.now();
     if (!(await sections!.claimPrefetch(inn, ctx.requestId, Math.max(1, until)))) return;
-    const res = await deps.upstream.request({
-      app: GATEWAY_APP,
-      route: 'company',
-      maxWaitMs: PREFETCH_MAX_WAIT_MS,
-      method: 'GET',
-      path: `/v1/companies/${inn}`,
-      headers: { accept: 'application/json' },
-      timeoutMs: ctx.timeoutMs || deps.config.upstream.timeoutMs,
-    });
+    // Not started (the rate queue refused): a failed prefetch.
+    const res = sentOrThrow(
+      await deps.upstream.request({
+        app: GATEWAY_APP,
+        route: 'company',
+        maxWaitMs: PREFETCH_MAX_WAIT_MS,
+        method: 'GET',
+        path: `/v1/companies/${inn}`,
+        headers: { accept: 'application/json' },
+        timeoutMs: ctx.timeoutMs || deps.config.upstream.timeoutMs,
+      }),
+    );
     const charged = Number(res.headers['x-charged-minor'] ?? 0);
     if (charged > 0) {
       // The window was judged open with the safety margin; the upstream disagreed.
@@ -188,15 +193,14 @@ export const derive: StageFactory<DeriveDeps> = (deps) => {
       if (derived) return derived;
     }
     const out = await next();
-    if (isRefusal(out) || out.status !== 200 || ctx.cache === 'COALESCED') return out;
+    if (!isAnswer(out) || out.status !== 200 || out.cache === 'COALESCED') return out;
     const failed = (err: unknown) =>
       deps.logger.warn({ err: (err as Error).message }, 'section/dossier comparison failed');
     try {
       // A dossier's comparison with the sections of its window changes nothing in its answer:
       // made after it is written (the next turn of the event loop), off its path.
       if (name === 'company') setImmediate(() => void afterDossier(ctx, inn, out.body).catch(failed));
-      else if (section && isSectionName(section) && firstPage)
-        await afterSection(ctx, inn, section, out.body);
+      else if (section && isSectionName(section) && firstPage) await afterSection(ctx, inn, section, out);
     } catch (err) {
       failed(err);
     }

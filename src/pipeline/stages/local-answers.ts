@@ -10,7 +10,7 @@
 import { publicBase } from '../../checks/gateway-urls.ts';
 import { snakeCaseKeys } from '../../json-case.ts';
 import type { PipelineDeps } from '../deps.ts';
-import { type Answer, isRefusal } from '../outcome.ts';
+import { type Answer, isAnswer, servedWith } from '../outcome.ts';
 import { refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 
@@ -28,7 +28,7 @@ export const localAnswers: StageFactory<LocalAnswersDeps> = (deps) => async (ctx
     if (!me) {
       // Still no copy: the upstream's own answer, shown to the app with the same filtering.
       const out = await next();
-      if (isRefusal(out) || out.status !== 200) return out;
+      if (!isAnswer(out) || out.status !== 200) return out;
       passed = out;
       try {
         me = JSON.parse(out.body.toString('utf8')) as typeof me;
@@ -59,7 +59,6 @@ export const localAnswers: StageFactory<LocalAnswersDeps> = (deps) => async (ctx
           remainingMinor,
         }),
       ) ?? null;
-    if (!passed) ctx.cache = 'HIT';
     const age = Math.max(0, Math.floor((deps.clock.now() - deps.prices.snapshot().refreshedAt) / 1000));
     const account = app.scopes.includes('read:account');
     const upstreamKey = (me as { key?: Record<string, unknown> }).key;
@@ -79,17 +78,19 @@ export const localAnswers: StageFactory<LocalAnswersDeps> = (deps) => async (ctx
         budgets,
       }),
     };
-    return {
+    const answer: Answer = {
       status: 200,
       headers: passed
         ? { ...passed.headers, 'content-type': 'application/json; charset=utf-8' }
         : { 'content-type': 'application/json; charset=utf-8', age: String(age) },
       body: Buffer.from(JSON.stringify(body)),
     };
+    // The gateway's copy is a HIT; the upstream's own answer keeps what the stages below said.
+    return passed ? servedWith(answer, passed) : { ...answer, cache: 'HIT' };
   }
   if (ctx.route.name === 'openapi') {
     const out = await next();
-    if (isRefusal(out) || out.status !== 200 || out.headers['content-encoding']) return out;
+    if (!isAnswer(out) || out.status !== 200 || out.headers['content-encoding']) return out;
     try {
       const doc = JSON.parse(out.body.toString('utf8')) as Record<string, unknown>;
       doc.servers = [{ url: publicBase(deps.config, ctx.headers) }];

@@ -12,11 +12,9 @@
 import { foundIn } from '../../checks/cold-checks.ts';
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
 import { endWithError } from '../../ops/tracing.ts';
-import { NotLeader, NotReady } from '../../upstream/governed-upstream.ts';
 import type { PipelineDeps } from '../deps.ts';
-import { type Answer, isRefusal, type Outcome } from '../outcome.ts';
+import { type Answer, isRefusal, isUnsent, type Outcome } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
-import { ClientGone } from './upstream.ts';
 
 /**
  * An answer that does not tell whether the key's call was charged: 409 idempotency_in_progress
@@ -35,23 +33,28 @@ export type RecordDeps = Pick<
 >;
 
 export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
-  if (ctx.opened === undefined || ctx.shape === null || ctx.app === null) return next();
+  const opening = ctx.sendWhen.get('charge');
+  if (opening === undefined || ctx.shape === null || ctx.app === null) return next();
   let out: Outcome;
   try {
     out = await next();
   } catch (err) {
-    // The charge is opened alongside the rate take: known by now (the call waited for it).
-    const charge = (await ctx.opened) ? ctx.charge : undefined;
-    // Gone while queued, or another replica leads it: nothing was sent. Any other fault: the call
-    // may have gone out. No charge opened (refused, the store down): nothing was sent either.
-    if (charge && (err instanceof ClientGone || err instanceof NotLeader || err instanceof NotReady))
-      await deps.charges.release(charge);
-    else if (charge) await deps.charges.unknown(charge);
+    // A fault below: the call may have gone out. The charge is opened alongside the rate take:
+    // known by now (the call waited for it); none opened (refused, the store down): nothing was
+    // sent.
+    const charge = (await opening) ? ctx.charge : undefined;
+    if (charge) await deps.charges.unknown(charge);
     throw err;
   }
-  const charge = (await ctx.opened) ? ctx.charge : undefined;
+  const charge = (await opening) ? ctx.charge : undefined;
   // Not opened: nothing was sent (the budget stage answers the refusal or the store's fault).
   if (!charge) return out;
+  if (isUnsent(out)) {
+    // Gone while queued, another replica leads it, or its windows were not the store's: nothing
+    // was sent.
+    await deps.charges.release(charge);
+    return out;
+  }
   if (isRefusal(out)) {
     if (ctx.outcomeUnknown) await deps.charges.unknown(charge);
     else await deps.charges.release(charge);
@@ -61,14 +64,14 @@ export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
     // The upstream is still executing the key (409), or failed without saying what it charged:
     // counted until the reconciler's replay knows.
     await deps.charges.unknown(charge);
-    ctx.chargedMinor = 0;
-    return { ...out, headers: { ...out.headers, 'x-charged-minor': '0' } };
+    return { ...out, headers: { ...out.headers, 'x-charged-minor': '0' }, chargedMinor: 0 };
   }
   const reported = Number(out.headers['x-charged-minor'] ?? '0');
   const amount = Number.isSafeInteger(reported) && reported > 0 ? reported : 0;
   const startedAt = ctx.startedAt ?? deps.clock.now();
   const opens = ctx.shape.opens;
   let windows: CompanyWindows | undefined = ctx.windows;
+  let chargedMinor = 0;
   if (amount === 0) {
     // A call estimated free (an open window covered it) that cost nothing held nothing on any
     // budget: its entry goes after the answer is written (through the outbox, which a shutdown
@@ -77,7 +80,6 @@ export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
     // sees the room.
     if (charge.pending.estimateMinor === 0) deps.charges.releaseLater(charge);
     else await deps.charges.release(charge);
-    ctx.chargedMinor = 0;
   } else {
     // A check that answered 202 opens its window only when its data is ready (check stage); one
     // that answered 200 only when the registers found the company, as the upstream does.
@@ -99,7 +101,7 @@ export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
       span.setAttributes({ 'cpgw.charged_minor': recorded.chargedMinor, 'cpgw.stored': recorded.stored });
       span.end();
     }
-    ctx.chargedMinor = recorded.chargedMinor;
+    chargedMinor = recorded.chargedMinor;
     // A charge counted for the first time under its key tells the price now in force (the spec:
     // charged a few seconds before /v1/me shows it); a replay of a counted key does not.
     if (recorded.chargedMinor > 0)
@@ -129,10 +131,16 @@ export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
       );
     }
   }
+  let windowExpires: string | undefined;
   if (opens && windows && (ctx.route.name !== 'check_create' || out.status === 200)) {
     ctx.windows = windows;
     const expiry = deps.windows.expiry(windows, opens);
-    if (expiry > deps.clock.now()) ctx.windowExpires = new Date(expiry).toISOString();
+    if (expiry > deps.clock.now()) windowExpires = new Date(expiry).toISOString();
   }
-  return { ...out, headers: { ...out.headers, 'x-charged-minor': String(ctx.chargedMinor) } };
+  return {
+    ...out,
+    headers: { ...out.headers, 'x-charged-minor': String(chargedMinor) },
+    chargedMinor,
+    ...(windowExpires ? { windowExpires } : {}),
+  };
 };

@@ -6,7 +6,7 @@
 import { neverSent } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
 import type { PipelineDeps } from '../deps.ts';
-import { type Answer, isRefusal } from '../outcome.ts';
+import { type Answer, isRefusal, isUnsent } from '../outcome.ts';
 import { upstreamUnavailable } from '../refusals.ts';
 import { errorCodeOf, retryDelay } from '../retry-policy.ts';
 import type { StageFactory } from '../stage.ts';
@@ -29,6 +29,13 @@ export const retry: StageFactory<RetryDeps> = (deps) => async (ctx, next) => {
     let delay: number | null;
     try {
       const out = await next();
+      if (isUnsent(out)) {
+        // Not sent (a send condition said no, or the client left while queued). On the first
+        // attempt that is the outcome; on a retry the attempts before it were sent, and their
+        // last outcome stands (one that may have charged stays counted: ctx.outcomeUnknown).
+        if (attempt === 0) return out;
+        break;
+      }
       if (isRefusal(out)) {
         // A refusal of the rate queue: on the first attempt it is the answer; on a retry the
         // last outcome stands.

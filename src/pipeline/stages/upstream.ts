@@ -3,27 +3,21 @@
 // shared rate budget (GovernedUpstream): the first attempt within the app's X-Max-Wait-Ms, a
 // retry only within what is left of the deadline. A first attempt the queue cannot start in
 // time is 429 rate_limited (a value) and never reaches the upstream; time spent queued does not
-// eat into the upstream timeout. Transport failures are thrown as UpstreamFailure for the retry
-// stage; a caller gone while queued is thrown as ClientGone. A POST /v1/check spends the `check`
-// class only when it can start a cold check (checks/cold-checks.ts).
+// eat into the upstream timeout. The call is sent only once every send condition the stages
+// above registered said yes (send-conditions.ts); one that said no, or a caller gone while
+// queued, is Unsent (a value, nothing sent). Transport failures are thrown as UpstreamFailure for
+// the retry stage. A POST /v1/check spends the `check` class only when it can start a cold check
+// (checks/cold-checks.ts).
 import { knownNotCold, learnFromAnswer, unspentBy } from '../../checks/cold-checks.ts';
 import { publicBase } from '../../checks/gateway-urls.ts';
 import type { GatewayConfig } from '../../config/schema.ts';
 import { gatewayOpenApi } from '../../openapi/gateway-openapi.ts';
 import { endWithError, passTraceHeaders } from '../../ops/tracing.ts';
-import { allTrue, NotLeader, NotReady, QueueRefusal } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
 import type { PipelineDeps } from '../deps.ts';
-import type { Answer } from '../outcome.ts';
+import { type Answer, type Outcome, unsent } from '../outcome.ts';
 import { rateLimited } from '../refusals.ts';
 import type { Stage, StageFactory } from '../stage.ts';
-
-export class ClientGone extends Error {
-  constructor() {
-    super('client went away');
-    this.name = 'ClientGone';
-  }
-}
 
 /** The route is charged: keep going when the client leaves (the money is spent either way). */
 const survivesClient = (ctx: Parameters<Stage>[0]) => ctx.shape !== null;
@@ -31,92 +25,95 @@ const survivesClient = (ctx: Parameters<Stage>[0]) => ctx.shape !== null;
 /** What this stage uses of PipelineDeps. */
 export type UpstreamCallDeps = Pick<PipelineDeps, 'clock' | 'config' | 'logger' | 'store' | 'upstream'>;
 
-export const upstreamCall: StageFactory<UpstreamCallDeps> = (deps) => async (ctx) => {
-  const attempt = ctx.attempt ?? 0;
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (ctx.idempotencyKey) headers['idempotency-key'] = ctx.idempotencyKey;
-  if (ctx.rawBody !== undefined) headers['content-type'] = 'application/json';
-  // Traced: the attempt's own span goes upstream as its traceparent (set at start, below). Not
-  // traced: the app's traceparent/tracestate go upstream unchanged.
-  const trace = ctx.trace;
-  if (!trace) passTraceHeaders(ctx.headers, headers);
-  // The wait for a start: the rate queue, and alongside it the charge entry and the lead.
-  let queueSpan = trace?.child('rate queue wait', { 'cpgw.attempt': attempt });
-  let attemptSpan: ReturnType<NonNullable<typeof trace>['attempt']> | undefined;
-  const now = deps.clock.now();
-  const deadline = ctx.callDeadline ?? ctx.deadline;
-  const remaining = Math.max(0, deadline - now);
-  try {
-    // Not knowing (the store unreachable) spends the class: the safe side.
-    const skip = await knownNotCold(ctx, deps).catch(() => []);
-    const res = await deps.upstream.request({
-      app: ctx.app?.name ?? '_public',
-      route: ctx.route.name,
-      maxWaitMs: attempt === 0 ? ctx.maxWaitMs : remaining,
-      queueSignal: ctx.signal,
-      onStart: () => {
-        const started = deps.clock.now();
-        ctx.startedAt ??= started;
-        // From the first start on, all attempts together get timeoutMs.
-        if (attempt === 0) ctx.callDeadline = Math.min(ctx.deadline, started + ctx.timeoutMs);
-        if (trace) {
+export const upstreamCall: StageFactory<UpstreamCallDeps> =
+  (deps) =>
+  async (ctx): Promise<Outcome> => {
+    const attempt = ctx.attempt ?? 0;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (ctx.idempotencyKey) headers['idempotency-key'] = ctx.idempotencyKey;
+    if (ctx.rawBody !== undefined) headers['content-type'] = 'application/json';
+    // Traced: the attempt's own span goes upstream as its traceparent (set at start, below). Not
+    // traced: the app's traceparent/tracestate go upstream unchanged.
+    const trace = ctx.trace;
+    if (!trace) passTraceHeaders(ctx.headers, headers);
+    // The wait for a start: the rate queue, and alongside it the charge entry and the lead.
+    let queueSpan = trace?.child('rate queue wait', { 'cpgw.attempt': attempt });
+    let attemptSpan: ReturnType<NonNullable<typeof trace>['attempt']> | undefined;
+    const now = deps.clock.now();
+    const deadline = ctx.callDeadline ?? ctx.deadline;
+    const remaining = Math.max(0, deadline - now);
+    try {
+      // Not knowing (the store unreachable) spends the class: the safe side.
+      const skip = await knownNotCold(ctx, deps).catch(() => []);
+      const res = await deps.upstream.request({
+        app: ctx.app?.name ?? '_public',
+        route: ctx.route.name,
+        maxWaitMs: attempt === 0 ? ctx.maxWaitMs : remaining,
+        queueSignal: ctx.signal,
+        onStart: () => {
+          const started = deps.clock.now();
+          ctx.startedAt ??= started;
+          // From the first start on, all attempts together get timeoutMs.
+          if (attempt === 0) ctx.callDeadline = Math.min(ctx.deadline, started + ctx.timeoutMs);
+          if (trace) {
+            queueSpan?.end();
+            queueSpan = undefined;
+            attemptSpan = trace.attempt(ctx, headers, attempt);
+          }
+        },
+        method: ctx.route.method,
+        path: ctx.pathAndQuery,
+        headers,
+        body: ctx.rawBody,
+        // An upper bound; a retry may overrun the deadline by at most its own queue wait.
+        timeoutMs: Math.min(ctx.timeoutMs, attempt === 0 ? ctx.timeoutMs : remaining),
+        signal: survivesClient(ctx) ? undefined : ctx.signal,
+        skip,
+        // Sent only once it leads, its charge entry is written and the windows it assumed are the store's.
+        ready: ctx.sendWhen.empty ? undefined : ctx.sendWhen,
+        unspent: (r) => unspentBy(ctx.route.name, r),
+      });
+      if (!res.sent) {
+        if (res.why === 'unmet') {
+          // Not a fault: another replica leads the call, its charge entry was refused, or its
+          // windows were not the store's.
+          queueSpan?.setAttribute('cpgw.outcome', res.condition);
           queueSpan?.end();
-          queueSpan = undefined;
-          attemptSpan = trace.attempt(ctx, headers, attempt);
+          return unsent(res.condition);
         }
-      },
-      method: ctx.route.method,
-      path: ctx.pathAndQuery,
-      headers,
-      body: ctx.rawBody,
-      // An upper bound; a retry may overrun the deadline by at most its own queue wait.
-      timeoutMs: Math.min(ctx.timeoutMs, attempt === 0 ? ctx.timeoutMs : remaining),
-      signal: survivesClient(ctx) ? undefined : ctx.signal,
-      skip,
-      lead: ctx.lead,
-      // Sent only once its charge entry is written and the windows it assumed are the store's.
-      ready: allTrue(ctx.opened, ctx.windowsAgree),
-      unspent: (r) => unspentBy(ctx.route.name, r),
-    });
-    if (attemptSpan) {
-      attemptSpan.setAttribute('http.response.status_code', res.status);
-      if (res.status >= 500) endWithError(attemptSpan, String(res.status));
-      else attemptSpan.end();
-      attemptSpan = undefined;
-    }
-    await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
-      deps.logger.warn({ err: error, requestId: ctx.requestId }, 'could not remember a check answer'),
-    );
-    ctx.queuedMs = (ctx.queuedMs ?? 0) + res.queuedMs;
-    ctx.upstreamMs = (ctx.upstreamMs ?? 0) + res.durationMs;
-    ctx.upstreamAttempts = attempt + 1;
-    const answer: Answer = { status: res.status, headers: res.headers, body: res.body };
-    return ctx.route.name === 'openapi' && res.status === 200
-      ? gatewayDocument(ctx, answer, deps.config)
-      : answer;
-  } catch (err) {
-    if (trace) {
-      if (err instanceof NotLeader || err instanceof NotReady) {
-        // Not a fault: another replica leads the call, or its charge entry was refused.
-        queueSpan?.setAttribute('cpgw.outcome', err.name);
-        queueSpan?.end();
-      } else {
-        const what = err instanceof QueueRefusal ? `rate_limited:${err.denial.reason}` : (err as Error).name;
+        endWithError(queueSpan, `rate_limited:${res.denial.reason}`);
+        return res.denial.reason === 'aborted' ? unsent('client_gone') : rateLimited(res.denial);
+      }
+      if (attemptSpan) {
+        attemptSpan.setAttribute('http.response.status_code', res.status);
+        if (res.status >= 500) endWithError(attemptSpan, String(res.status));
+        else attemptSpan.end();
+        attemptSpan = undefined;
+      }
+      await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
+        deps.logger.warn({ err: error, requestId: ctx.requestId }, 'could not remember a check answer'),
+      );
+      ctx.queuedMs = (ctx.queuedMs ?? 0) + res.queuedMs;
+      ctx.upstreamMs = (ctx.upstreamMs ?? 0) + res.durationMs;
+      ctx.upstreamAttempts = attempt + 1;
+      const answer: Answer = { status: res.status, headers: res.headers, body: res.body };
+      return ctx.route.name === 'openapi' && res.status === 200
+        ? gatewayDocument(ctx, answer, deps.config)
+        : answer;
+    } catch (err) {
+      if (trace) {
+        const what = (err as Error).name;
         endWithError(queueSpan, what);
         endWithError(attemptSpan, err instanceof UpstreamFailure ? err.kind : what);
       }
+      if (err instanceof UpstreamFailure) {
+        // Only a free route's call is aborted when its client leaves: nobody to answer.
+        if (err.kind === 'aborted') return unsent('client_gone');
+        ctx.upstreamAttempts = attempt + 1;
+      }
+      throw err;
     }
-    if (err instanceof QueueRefusal) {
-      if (err.denial.reason === 'aborted') throw new ClientGone();
-      return rateLimited(err.denial);
-    }
-    if (err instanceof UpstreamFailure) {
-      if (err.kind === 'aborted') throw new ClientGone();
-      ctx.upstreamAttempts = attempt + 1;
-    }
-    throw err;
-  }
-};
+  };
 
 /** The upstream's OpenAPI document made the gateway's (src/openapi/); an unreadable one as is. */
 function gatewayDocument(ctx: Parameters<Stage>[0], answer: Answer, config: GatewayConfig): Answer {
