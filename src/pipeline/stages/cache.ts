@@ -21,37 +21,7 @@ export const cache: StageFactory<CacheDeps> = (deps) => {
       const out = await next();
       return ctx.route.cache !== null ? servedWith(out, { cache: 'BYPASS' }) : out;
     }
-    let windowOpen = false;
-    const covered = ctx.shape?.covered ?? null;
-    const inn = ctx.shape?.inn;
-    const guessed = guess && inn && covered ? deps.windows.guess(inn, covered) : undefined;
-    if (inn && covered && guessed) {
-      // This replica last saw a window covering the read: the stages below go on as covered (its
-      // lock, charge entry of 0 and rate slot asked for at once) while the store's windows are
-      // read; the call is sent only if they agree (send condition `windows`), else all starts
-      // over here.
-      ctx.windows = guessed;
-      windowOpen = true;
-      ctx.windowCovered = true;
-      ctx.sendWhen.set(
-        'windows',
-        deps.windows.get(inn).then((windows) => deps.windows.covers(windows, covered)),
-      );
-    } else if (inn && covered) {
-      try {
-        ctx.windows = await deps.windows.get(inn);
-        windowOpen = deps.windows.covers(ctx.windows, covered);
-        ctx.windowCovered = windowOpen;
-      } catch (err) {
-        // Unknown windows: judged closed, so a too-old entry is not refreshed "for free".
-        deps.logger.warn({ err: (err as Error).message }, 'windows unreadable; judged closed');
-      }
-    }
-    let windowExpires: string | undefined;
-    if (ctx.windows && covered) {
-      const expiry = deps.windows.expiry(ctx.windows, covered);
-      if (expiry > deps.clock.now()) windowExpires = new Date(expiry).toISOString();
-    }
+    const { windowOpen, windowExpires } = await lookAtWindows(ctx, deps, guess);
     const creq: CacheRequest = {
       route: ctx.route.name,
       params: ctx.call.params,
@@ -73,27 +43,82 @@ export const cache: StageFactory<CacheDeps> = (deps) => {
       forgetBelowCache(ctx);
       return stage(ctx, next, false);
     }
-    if (isUnsent(out)) return out;
-    // Answered from the dossier entry (stages/derive.ts): not stored again, its Age is the dossier's.
-    if (isAnswer(out) && out.cache === 'DERIVED') return servedWith(out, { windowExpires });
-    const failed = isRefusal(out)
-      ? out.code === 'upstream_unavailable'
-      : out.status === 502 || out.status === 503;
-    if (failed) {
-      const stale = deps.cache.onUpstreamError(found.staleEntry, ctx.directives, ctx.app?.name ?? null);
-      if (stale) return served(ctx, deps, stale, 'STALE', windowExpires);
-    }
-    if (isRefusal(out)) return servedWith(out, { windowExpires });
-    if (out.cache === 'COALESCED')
-      return servedWith({ ...out, headers: { ...out.headers, age: '0' } }, { windowExpires });
-    // A free read is stored after its answer is written (a read before that is one more free
-    // call). Any other answer is stored first, so a read right after it never pays again.
-    if (freeRead(ctx, deps, out)) deps.cache.saveLater(creq, out);
-    else await deps.cache.save(creq, out);
-    return servedWith({ ...out, headers: { ...out.headers, age: '0' }, cache: 'MISS' }, { windowExpires });
+    return servedWith(await afterMiss(ctx, deps, creq, found.staleEntry, out), { windowExpires });
   };
   return (ctx, next) => stage(ctx, next, true);
 };
+
+/**
+ * The company's windows as this request sees them, read once: whether one covers the read (an
+ * entry past its age is then refreshed free) and when it ends (X-Window-Expires). On the first
+ * pass a window this replica last saw is taken as it is, and the store's read becomes the send
+ * condition `windows` (the call goes out only if they agree).
+ */
+async function lookAtWindows(
+  ctx: RequestContext,
+  deps: CacheDeps,
+  guess: boolean,
+): Promise<{ windowOpen: boolean; windowExpires: string | undefined }> {
+  let windowOpen = false;
+  const covered = ctx.shape?.covered ?? null;
+  const inn = ctx.shape?.inn;
+  if (!inn || !covered) return { windowOpen, windowExpires: undefined };
+  const guessed = guess ? deps.windows.guess(inn, covered) : undefined;
+  if (guessed) {
+    // This replica last saw a window covering the read: the stages below go on as covered (its
+    // lock, charge entry of 0 and rate slot asked for at once) while the store's windows are
+    // read; the call is sent only if they agree, else all starts over here.
+    ctx.windows = guessed;
+    windowOpen = true;
+    ctx.windowCovered = true;
+    ctx.sendWhen.set(
+      'windows',
+      deps.windows.get(inn).then((windows) => deps.windows.covers(windows, covered)),
+    );
+  } else {
+    try {
+      ctx.windows = await deps.windows.get(inn);
+      windowOpen = deps.windows.covers(ctx.windows, covered);
+      ctx.windowCovered = windowOpen;
+    } catch (err) {
+      // Unknown windows: judged closed, so a too-old entry is not refreshed "for free".
+      deps.logger.warn({ err: (err as Error).message }, 'windows unreadable; judged closed');
+    }
+  }
+  let windowExpires: string | undefined;
+  if (ctx.windows) {
+    const expiry = deps.windows.expiry(ctx.windows, covered);
+    if (expiry > deps.clock.now()) windowExpires = new Date(expiry).toISOString();
+  }
+  return { windowOpen, windowExpires };
+}
+
+/** What the stages below answered a miss: stored, stood in for by a stale entry, or passed on. */
+async function afterMiss(
+  ctx: RequestContext,
+  deps: CacheDeps,
+  creq: CacheRequest,
+  staleEntry: CacheEntry | undefined,
+  out: Outcome,
+): Promise<Outcome> {
+  if (isUnsent(out)) return out;
+  // Answered from the dossier entry (stages/derive.ts): not stored again, its Age is the dossier's.
+  if (isAnswer(out) && out.cache === 'DERIVED') return out;
+  const failed = isRefusal(out)
+    ? out.code === 'upstream_unavailable'
+    : out.status === 502 || out.status === 503;
+  if (failed) {
+    const stale = deps.cache.onUpstreamError(staleEntry, ctx.directives, ctx.app?.name ?? null);
+    if (stale) return served(ctx, deps, stale, 'STALE', undefined);
+  }
+  if (isRefusal(out)) return out;
+  if (out.cache === 'COALESCED') return { ...out, headers: { ...out.headers, age: '0' } };
+  // A free read is stored after its answer is written (a read before that is one more free
+  // call). Any other answer is stored first, so a read right after it never pays again.
+  if (freeRead(ctx, deps, out)) deps.cache.saveLater(creq, out);
+  else await deps.cache.save(creq, out);
+  return { ...out, headers: { ...out.headers, age: '0' }, cache: 'MISS' };
+}
 
 /** What the stages from here down set on a first pass that sent nothing. */
 function forgetBelowCache(ctx: RequestContext): void {

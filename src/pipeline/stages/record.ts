@@ -10,8 +10,12 @@
 //   counted against every budget until the reconciler replays its key.
 // - A newly counted charge teaches the price book its kind's price (cost/price-book.ts).
 import { foundIn } from '../../checks/cold-checks.ts';
+import type { AppConfig } from '../../config/schema.ts';
+import type { OpenCharge } from '../../cost/charge-book.ts';
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
 import { endWithError } from '../../ops/tracing.ts';
+import type { ChargeShape } from '../../route-table.ts';
+import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { type Answer, isRefusal, isUnsent, type Outcome } from '../outcome.ts';
 import type { StageFactory } from '../stage.ts';
@@ -66,9 +70,16 @@ export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
     await deps.charges.unknown(charge);
     return { ...out, headers: { ...out.headers, 'x-charged-minor': '0' }, chargedMinor: 0 };
   }
+  return settle(ctx as Charged, deps, charge, out);
+};
+
+/** The context of a charged call of an app (the stage passes only these on). */
+type Charged = RequestContext & { shape: ChargeShape; app: AppConfig };
+
+/** An answer that says what it cost: the money settled, the answer says so (and when the window ends). */
+async function settle(ctx: Charged, deps: RecordDeps, charge: OpenCharge, out: Answer): Promise<Answer> {
   const reported = Number(out.headers['x-charged-minor'] ?? '0');
   const amount = Number.isSafeInteger(reported) && reported > 0 ? reported : 0;
-  const startedAt = ctx.startedAt ?? deps.clock.now();
   const opens = ctx.shape.opens;
   let windows: CompanyWindows | undefined = ctx.windows;
   let chargedMinor = 0;
@@ -81,55 +92,9 @@ export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
     if (charge.pending.estimateMinor === 0) deps.charges.releaseLater(charge);
     else await deps.charges.release(charge);
   } else {
-    // A check that answered 202 opens its window only when its data is ready (check stage); one
-    // that answered 200 only when the registers found the company, as the upstream does.
-    const opensWindow = out.status === 200 && (ctx.route.name !== 'check_create' || foundIn(out.body));
-    const span = ctx.trace?.child('charge record', { 'cpgw.amount_minor': amount });
-    let recorded: Awaited<ReturnType<typeof deps.charges.record>>;
-    try {
-      recorded = await deps.charges.record(charge, {
-        amountMinor: amount,
-        upstreamRequestId: out.headers['x-request-id'] ?? null,
-        startedAt,
-        opensWindow,
-      });
-    } catch (err) {
-      endWithError(span, (err as Error)?.name ?? 'error');
-      throw err;
-    }
-    if (span) {
-      span.setAttributes({ 'cpgw.charged_minor': recorded.chargedMinor, 'cpgw.stored': recorded.stored });
-      span.end();
-    }
+    const recorded = await recordCharge(ctx, deps, charge, out, amount);
     chargedMinor = recorded.chargedMinor;
-    // A charge counted for the first time under its key tells the price now in force (the spec:
-    // charged a few seconds before /v1/me shows it); a replay of a counted key does not.
-    if (recorded.chargedMinor > 0)
-      deps.prices.learn({ kind: ctx.shape.kind, priceMinor: recorded.chargedMinor, startedAt });
-    if (recorded.chargedMinor > 0) deps.metrics.charge(ctx.app.name, ctx.shape.kind, recorded.chargedMinor);
-    else if (ctx.call.idempotencyKey === undefined)
-      // The upstream replayed a charge already counted under this request's key.
-      deps.metrics.saved(ctx, 'idempotent', amount);
-    if (recorded.windows) {
-      windows = recorded.windows;
-      deps.windows.learn(ctx.shape.inn, windows);
-    } else if (opens && opensWindow) windows = deps.windows.openedAt(windows, opens, startedAt);
-    if (recorded.chargedMinor > 0) {
-      deps.logger.info(
-        {
-          charge: {
-            app: ctx.app.name,
-            operation: ctx.route.name,
-            kind: ctx.shape.kind,
-            inn: ctx.shape.inn,
-            amountMinor: recorded.chargedMinor,
-            idempotencyKey: charge.pending.key,
-            stored: recorded.stored,
-          },
-        },
-        'charge',
-      );
-    }
+    windows = recorded.windows ?? windows;
   }
   let windowExpires: string | undefined;
   if (opens && windows && (ctx.route.name !== 'check_create' || out.status === 200)) {
@@ -143,4 +108,70 @@ export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
     chargedMinor,
     ...(windowExpires ? { windowExpires } : {}),
   };
-};
+}
+
+/**
+ * The upstream charged `amount`: claim, ledger entry, budget settle and window open in one store
+ * step; what it counted (0 for a replay of a key already counted) and the company's windows
+ * after it, when known.
+ */
+async function recordCharge(
+  ctx: Charged,
+  deps: RecordDeps,
+  charge: OpenCharge,
+  out: Answer,
+  amount: number,
+): Promise<{ chargedMinor: number; windows: CompanyWindows | undefined }> {
+  const startedAt = ctx.startedAt ?? deps.clock.now();
+  const opens = ctx.shape.opens;
+  // A check that answered 202 opens its window only when its data is ready (check stage); one
+  // that answered 200 only when the registers found the company, as the upstream does.
+  const opensWindow = out.status === 200 && (ctx.route.name !== 'check_create' || foundIn(out.body));
+  const span = ctx.trace?.child('charge record', { 'cpgw.amount_minor': amount });
+  let recorded: Awaited<ReturnType<typeof deps.charges.record>>;
+  try {
+    recorded = await deps.charges.record(charge, {
+      amountMinor: amount,
+      upstreamRequestId: out.headers['x-request-id'] ?? null,
+      startedAt,
+      opensWindow,
+    });
+  } catch (err) {
+    endWithError(span, (err as Error)?.name ?? 'error');
+    throw err;
+  }
+  if (span) {
+    span.setAttributes({ 'cpgw.charged_minor': recorded.chargedMinor, 'cpgw.stored': recorded.stored });
+    span.end();
+  }
+  const counted = recorded.chargedMinor;
+  if (counted > 0) {
+    // A charge counted for the first time under its key tells the price now in force (the spec:
+    // charged a few seconds before /v1/me shows it); a replay of a counted key does not.
+    deps.prices.learn({ kind: ctx.shape.kind, priceMinor: counted, startedAt });
+    deps.metrics.charge(ctx.app.name, ctx.shape.kind, counted);
+    deps.logger.info(
+      {
+        charge: {
+          app: ctx.app.name,
+          operation: ctx.route.name,
+          kind: ctx.shape.kind,
+          inn: ctx.shape.inn,
+          amountMinor: counted,
+          idempotencyKey: charge.pending.key,
+          stored: recorded.stored,
+        },
+      },
+      'charge',
+    );
+  } else if (ctx.call.idempotencyKey === undefined) {
+    // The upstream replayed a charge already counted under this request's key.
+    deps.metrics.saved(ctx, 'idempotent', amount);
+  }
+  if (recorded.windows) {
+    deps.windows.learn(ctx.shape.inn, recorded.windows);
+    return { chargedMinor: counted, windows: recorded.windows };
+  }
+  const windows = opens && opensWindow ? deps.windows.openedAt(ctx.windows, opens, startedAt) : undefined;
+  return { chargedMinor: counted, windows };
+}

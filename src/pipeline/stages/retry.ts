@@ -6,10 +6,10 @@
 import { neverSent } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
 import type { PipelineDeps } from '../deps.ts';
-import { type Answer, isRefusal, isUnsent } from '../outcome.ts';
+import { type Answer, isAnswer, isRefusal, type Refusal, type Unsent } from '../outcome.ts';
 import { upstreamUnavailable } from '../refusals.ts';
-import { errorCodeOf, retryDelay } from '../retry-policy.ts';
-import type { StageFactory } from '../stage.ts';
+import { type AttemptResult, errorCodeOf, retryDelay } from '../retry-policy.ts';
+import type { Next, StageFactory } from '../stage.ts';
 
 /** An answer whose code says nothing was charged, so a fresh key cannot double a charge. */
 function provesNoCharge(out: Answer): boolean {
@@ -26,49 +26,31 @@ export const retry: StageFactory<RetryDeps> = (deps) => async (ctx, next) => {
   let lastFailure: UpstreamFailure | null = null;
   for (let attempt = 0; ; attempt++) {
     ctx.attempt = attempt;
-    let delay: number | null;
-    try {
-      const out = await next();
-      if (isUnsent(out)) {
-        // Not sent (a send condition said no, or the client left while queued). On the first
-        // attempt that is the outcome; on a retry the attempts before it were sent, and their
-        // last outcome stands (one that may have charged stays counted: ctx.outcomeUnknown).
-        if (attempt === 0) return out;
-        break;
-      }
-      if (isRefusal(out)) {
-        // A refusal of the rate queue: on the first attempt it is the answer; on a retry the
-        // last outcome stands.
-        if (attempt === 0 || out.details.reason === 'shutdown') return out;
-        break;
-      }
-      last = out;
-      lastFailure = null;
-      delay = retryDelay({
-        attempt,
-        result: {
-          kind: 'answer',
-          status: out.status,
-          code: out.status >= 400 ? errorCodeOf(out.body) : null,
-          retryAfter: out.headers['retry-after'],
-        },
-        safe,
-        remainingMs: (ctx.callDeadline ?? ctx.deadline) - deps.clock.now(),
-        random: deps.random,
-      });
-    } catch (err) {
-      if (!(err instanceof UpstreamFailure)) throw err;
-      lastFailure = err;
-      last = null;
-      if (!neverSent(err)) ctx.outcomeUnknown = true;
-      delay = retryDelay({
-        attempt,
-        result: { kind: 'failure', failure: err.kind === 'timeout' ? 'timeout' : 'connection' },
-        safe,
-        remainingMs: (ctx.callDeadline ?? ctx.deadline) - deps.clock.now(),
-        random: deps.random,
-      });
+    const tried = await attemptOnce(next);
+    if ('stop' in tried) {
+      // A refusal of the rate queue, or not sent (a send condition said no, the client left while
+      // queued). On the first attempt that is the outcome (and a shutdown always is); on a retry
+      // the attempts before it were sent, and their last outcome stands (one that may have
+      // charged stays counted: ctx.outcomeUnknown).
+      const out = tried.stop;
+      if (attempt === 0 || (isRefusal(out) && out.details.reason === 'shutdown')) return out;
+      break;
     }
+    if ('answer' in tried) {
+      last = tried.answer;
+      lastFailure = null;
+    } else {
+      lastFailure = tried.failure;
+      last = null;
+      if (!neverSent(tried.failure)) ctx.outcomeUnknown = true;
+    }
+    const delay = retryDelay({
+      attempt,
+      result: resultOf(tried),
+      safe,
+      remainingMs: (ctx.callDeadline ?? ctx.deadline) - deps.clock.now(),
+      random: deps.random,
+    });
     if (delay === null) break;
     if (last && ctx.charge && ctx.idempotencyKey && provesNoCharge(last)) {
       // 503 billing_unavailable: "no charge could be made". An upstream that stores error answers
@@ -89,3 +71,29 @@ export const retry: StageFactory<RetryDeps> = (deps) => async (ctx, next) => {
     lastFailure ?? undefined,
   );
 };
+
+/** One attempt: an answer, a transport failure (the call may have gone out), or an outcome that ends the attempts. */
+type Tried = { answer: Answer } | { failure: UpstreamFailure } | { stop: Refusal | Unsent };
+
+async function attemptOnce(next: Next): Promise<Tried> {
+  try {
+    const out = await next();
+    return isAnswer(out) ? { answer: out } : { stop: out };
+  } catch (err) {
+    if (err instanceof UpstreamFailure) return { failure: err };
+    throw err;
+  }
+}
+
+/** What the retry policy is told of an attempt. */
+function resultOf(tried: Exclude<Tried, { stop: unknown }>): AttemptResult {
+  if ('failure' in tried)
+    return { kind: 'failure', failure: tried.failure.kind === 'timeout' ? 'timeout' : 'connection' };
+  const out = tried.answer;
+  return {
+    kind: 'answer',
+    status: out.status,
+    code: out.status >= 400 ? errorCodeOf(out.body) : null,
+    retryAfter: out.headers['retry-after'],
+  };
+}

@@ -8,19 +8,21 @@
 // queued, is Unsent (a value, nothing sent). Transport failures are thrown as UpstreamFailure for
 // the retry stage. A POST /v1/check spends the `check` class only when it can start a cold check
 // (checks/cold-checks.ts).
+import type { Span } from '@opentelemetry/api';
 import { knownNotCold, learnFromAnswer, unspentBy } from '../../checks/cold-checks.ts';
 import { publicBase } from '../../checks/gateway-urls.ts';
 import type { GatewayConfig } from '../../config/schema.ts';
 import { gatewayOpenApi } from '../../openapi/gateway-openapi.ts';
 import { endWithError, passTraceHeaders } from '../../ops/tracing.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
+import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { type Answer, type Outcome, unsent } from '../outcome.ts';
 import { rateLimited } from '../refusals.ts';
-import type { Stage, StageFactory } from '../stage.ts';
+import type { StageFactory } from '../stage.ts';
 
 /** The route is charged: keep going when the client leaves (the money is spent either way). */
-const survivesClient = (ctx: Parameters<Stage>[0]) => ctx.shape !== null;
+const survivesClient = (ctx: RequestContext) => ctx.shape !== null;
 
 /** What this stage uses of PipelineDeps. */
 export type UpstreamCallDeps = Pick<PipelineDeps, 'clock' | 'config' | 'logger' | 'store' | 'upstream'>;
@@ -29,16 +31,8 @@ export const upstreamCall: StageFactory<UpstreamCallDeps> =
   (deps) =>
   async (ctx): Promise<Outcome> => {
     const attempt = ctx.attempt ?? 0;
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (ctx.idempotencyKey) headers['idempotency-key'] = ctx.idempotencyKey;
-    if (ctx.rawBody !== undefined) headers['content-type'] = 'application/json';
-    // Traced: the attempt's own span goes upstream as its traceparent (set at start, below). Not
-    // traced: the app's traceparent/tracestate go upstream unchanged.
-    const trace = ctx.trace;
-    if (!trace) passTraceHeaders(ctx.headers, headers);
-    // The wait for a start: the rate queue, and alongside it the charge entry and the lead.
-    let queueSpan = trace?.child('rate queue wait', { 'cpgw.attempt': attempt });
-    let attemptSpan: ReturnType<NonNullable<typeof trace>['attempt']> | undefined;
+    const headers = outgoingHeaders(ctx);
+    const spans = new AttemptSpans(ctx, headers, attempt);
     const now = deps.clock.now();
     const deadline = ctx.callDeadline ?? ctx.deadline;
     const remaining = Math.max(0, deadline - now);
@@ -55,11 +49,7 @@ export const upstreamCall: StageFactory<UpstreamCallDeps> =
           ctx.startedAt ??= started;
           // From the first start on, all attempts together get timeoutMs.
           if (attempt === 0) ctx.callDeadline = Math.min(ctx.deadline, started + ctx.timeoutMs);
-          if (trace) {
-            queueSpan?.end();
-            queueSpan = undefined;
-            attemptSpan = trace.attempt(ctx, headers, attempt);
-          }
+          spans.started();
         },
         method: ctx.route.method,
         path: ctx.pathAndQuery,
@@ -74,22 +64,16 @@ export const upstreamCall: StageFactory<UpstreamCallDeps> =
         unspent: (r) => unspentBy(ctx.route.name, r),
       });
       if (!res.sent) {
-        if (res.why === 'unmet') {
-          // Not a fault: another replica leads the call, its charge entry was refused, or its
-          // windows were not the store's.
-          queueSpan?.setAttribute('cpgw.outcome', res.condition);
-          queueSpan?.end();
-          return unsent(res.condition);
-        }
-        endWithError(queueSpan, `rate_limited:${res.denial.reason}`);
+        spans.notSent(
+          res.why === 'unmet' ? res.condition : null,
+          res.why === 'refused' ? res.denial.reason : '',
+        );
+        // Not a fault: another replica leads the call, its charge entry was refused, or its
+        // windows were not the store's.
+        if (res.why === 'unmet') return unsent(res.condition);
         return res.denial.reason === 'aborted' ? unsent('client_gone') : rateLimited(res.denial);
       }
-      if (attemptSpan) {
-        attemptSpan.setAttribute('http.response.status_code', res.status);
-        if (res.status >= 500) endWithError(attemptSpan, String(res.status));
-        else attemptSpan.end();
-        attemptSpan = undefined;
-      }
+      spans.answered(res.status);
       await learnFromAnswer(ctx, deps, res).catch((error: unknown) =>
         deps.logger.warn({ err: error, requestId: ctx.requestId }, 'could not remember a check answer'),
       );
@@ -101,11 +85,7 @@ export const upstreamCall: StageFactory<UpstreamCallDeps> =
         ? gatewayDocument(ctx, answer, deps.config)
         : answer;
     } catch (err) {
-      if (trace) {
-        const what = (err as Error).name;
-        endWithError(queueSpan, what);
-        endWithError(attemptSpan, err instanceof UpstreamFailure ? err.kind : what);
-      }
+      spans.failed(err);
       if (err instanceof UpstreamFailure) {
         // Only a free route's call is aborted when its client leaves: nobody to answer.
         if (err.kind === 'aborted') return unsent('client_gone');
@@ -115,8 +95,66 @@ export const upstreamCall: StageFactory<UpstreamCallDeps> =
     }
   };
 
+/**
+ * The headers sent upstream: only what the upstream needs (the key is added by UpstreamClient).
+ * Traced, the attempt's own span goes upstream as its traceparent (AttemptSpans.started); not
+ * traced, the app's traceparent/tracestate go upstream unchanged.
+ */
+function outgoingHeaders(ctx: RequestContext): Record<string, string> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (ctx.idempotencyKey) headers['idempotency-key'] = ctx.idempotencyKey;
+  if (ctx.rawBody !== undefined) headers['content-type'] = 'application/json';
+  if (!ctx.trace) passTraceHeaders(ctx.headers, headers);
+  return headers;
+}
+
+/** One attempt's spans: the wait for a start (the rate queue and the send conditions), then the call. */
+class AttemptSpans {
+  private queue: Span | undefined;
+  private call: Span | undefined;
+
+  constructor(
+    private readonly ctx: RequestContext,
+    private readonly headers: Record<string, string>,
+    private readonly attempt: number,
+  ) {
+    this.queue = ctx.trace?.child('rate queue wait', { 'cpgw.attempt': attempt });
+  }
+
+  started(): void {
+    const trace = this.ctx.trace;
+    if (!trace) return;
+    this.queue?.end();
+    this.queue = undefined;
+    this.call = trace.attempt(this.ctx, this.headers, this.attempt);
+  }
+
+  /** Not sent: a send condition said no (not a fault), or the rate queue refused it. */
+  notSent(condition: string | null, refusedWhy: string): void {
+    if (condition === null) return endWithError(this.queue, `rate_limited:${refusedWhy}`);
+    this.queue?.setAttribute('cpgw.outcome', condition);
+    this.queue?.end();
+  }
+
+  answered(status: number): void {
+    const call = this.call;
+    if (!call) return;
+    call.setAttribute('http.response.status_code', status);
+    if (status >= 500) endWithError(call, String(status));
+    else call.end();
+    this.call = undefined;
+  }
+
+  failed(err: unknown): void {
+    if (!this.ctx.trace) return;
+    const what = (err as Error).name;
+    endWithError(this.queue, what);
+    endWithError(this.call, err instanceof UpstreamFailure ? err.kind : what);
+  }
+}
+
 /** The upstream's OpenAPI document made the gateway's (src/openapi/); an unreadable one as is. */
-function gatewayDocument(ctx: Parameters<Stage>[0], answer: Answer, config: GatewayConfig): Answer {
+function gatewayDocument(ctx: RequestContext, answer: Answer, config: GatewayConfig): Answer {
   let upstream: Record<string, unknown>;
   try {
     upstream = JSON.parse(answer.body.toString('utf8')) as Record<string, unknown>;
