@@ -19,8 +19,8 @@ import { SendConditions } from '../../src/pipeline/send-conditions.ts';
 import { compose, type Stage, type StageFactory } from '../../src/pipeline/stage.ts';
 import { record } from '../../src/pipeline/stages/record.ts';
 import { retry } from '../../src/pipeline/stages/retry.ts';
-import { UpstreamFailure } from '../../src/upstream/upstream-client.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+import { UpstreamFailure } from '../../src/upstream/upstream-client.ts';
 
 const INN = '7707083893';
 

@@ -131,7 +131,10 @@ class AttemptSpans {
 
   /** Not sent: a send condition said no (not a fault), or the rate queue refused it. */
   notSent(condition: string | null, refusedWhy: string): void {
-    if (condition === null) return endWithError(this.queue, `rate_limited:${refusedWhy}`);
+    if (condition === null) {
+      endWithError(this.queue, `rate_limited:${refusedWhy}`);
+      return;
+    }
     this.queue?.setAttribute('cpgw.outcome', condition);
     this.queue?.end();
   }
