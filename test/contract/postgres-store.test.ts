@@ -311,6 +311,67 @@ maybe('PostgreSQL money', () => {
       }
     });
 
+    it('only the release of an entry estimated 0 that held nothing commits without waiting for the WAL flush', async () => {
+      // Each step as the gateway sends it (one statement), inside a transaction here so the
+      // setting its commit will use can be read before the commit.
+      const store = await openSplit(url);
+      const client = await admin!.connect();
+      const settingAfterRelease = async (key: string): Promise<string> => {
+        await client.query('BEGIN');
+        try {
+          await client.query('SELECT cpgw.release_charge($1)', [key]);
+          const { rows } = await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+          return rows[0]!.synchronous_commit;
+        } finally {
+          await client.query('COMMIT');
+        }
+      };
+      const counters: BudgetCounterSpec[] = [
+        { key: 'app:crm:day:2026-01-16', limitMinor: 99_000, ttlMs: 60_000 },
+      ];
+      const entry = (key: string, estimateMinor: number, keys: string[]): PendingCharge => ({
+        key,
+        requestId: `req-${key}`,
+        app: 'crm',
+        operation: 'company',
+        kind: 'dossier',
+        inn: '7707083893',
+        estimateMinor,
+        at: Date.now(),
+        method: 'GET',
+        target: '/v1/company/7707083893',
+        body: null,
+        opens: 'dossier',
+        counters: keys,
+        counterTtlMs: 60_000,
+        owner: 'replica',
+        leaseUntil: Date.now() + 10_000,
+        reconcileAttempts: 0,
+      });
+      try {
+        await emptyMoney();
+        // In a window: estimated 0, nothing held.
+        expect((await store.openCharge(entry('free', 0, [counters[0]!.key]), counters)).ok).toBe(true);
+        expect(await settingAfterRelease('free')).toBe('off');
+        // Estimated above 0: its hold goes durably.
+        expect((await store.openCharge(entry('held', 9_900, [counters[0]!.key]), counters)).ok).toBe(true);
+        expect(await settingAfterRelease('held')).toBe('on');
+        expect((await store.readCounters([counters[0]!.key]))[0]).toMatchObject({ reservedMinor: 0 });
+        // Estimated above 0 with no budget counter (nothing held): still durably.
+        expect((await store.openCharge(entry('uncapped', 9_900, []), [])).ok).toBe(true);
+        expect(await settingAfterRelease('uncapped')).toBe('on');
+        // Gone already (a second release): nothing changes, nothing to hurry.
+        expect(await settingAfterRelease('free')).toBe('on');
+        expect(await store.pendingCharges()).toEqual([]);
+        // The session's own setting is back after each commit.
+        const { rows } = await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+        expect(rows[0]!.synchronous_commit).toBe('on');
+      } finally {
+        client.release();
+        await store.close();
+      }
+    });
+
     it('refuses a schema newer than it knows, in one line', async () => {
       const newer = SCHEMA_VERSION + 1;
       await admin!.query('INSERT INTO cpgw.schema_migrations (version, name) VALUES ($1, $2)', [

@@ -607,6 +607,43 @@ BEGIN
 END $$;
 `;
 
+// Version 4: the release of a pending entry that held nothing (a read an open window covered:
+// estimated 0 and holds_written false; an entry estimated above 0 that held nothing because
+// the app has no budget counters still waits) commits without waiting for the WAL flush
+// (synchronous_commit off for that transaction only; every other step, this function's release
+// of an entry that held money included, still waits). Such a release only deletes the entry; it
+// changes no counter, hold, claim, ledger row or window. Lost (the server's crash or power loss
+// within ~3 x wal_writer_delay of it, before any later durable commit flushed the WAL past it),
+// the entry is back with the lease it had: the reconciler of a live replica takes it over once
+// that lease ends and replays its idempotency key within the key's lifetime (what the
+// reconciler rests on for every entry), the upstream answers what it answered (charged 0), and
+// the entry is released again. It holds 0 meanwhile and is never recorded twice (a record
+// claims the key). Why: each in-window read opened and released one such entry, two durable
+// commits (two fsyncs) for a read that costs nothing. The release comes after the answer
+// (ChargeBook.releaseLater), so this takes one fsync per in-window read off the disk that the
+// next call's open_charge waits for, not off this answer. The open stays durable: it is what
+// finds a charge the upstream made against the estimate after a crash of both.
+// Same name, arguments and answer: a replica of version 3 keeps working during a rolling upgrade.
+const V4_RELEASE = `
+CREATE OR REPLACE FUNCTION cpgw.release_charge(p_key text) RETURNS void
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_bitmapscan = off AS $$
+DECLARE
+  held text[];
+  wrote boolean;
+  estimate bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(7011, hashtext(p_key));
+  DELETE FROM cpgw.pending_charges WHERE key = p_key
+    RETURNING counters, holds_written, estimate_minor INTO held, wrote, estimate;
+  IF FOUND AND wrote THEN
+    DELETE FROM cpgw.holds WHERE id = p_key AND counter_key = ANY (held);
+  ELSIF FOUND AND estimate = 0 THEN
+    -- Estimated 0 and held nothing: this commit need not wait for the WAL flush (see above).
+    PERFORM set_config('synchronous_commit', 'off', true);
+  END IF;
+END $$;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -622,6 +659,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 3,
     name: 'finance: budget settings, settings version, admin audit trail',
     sql: V3_FINANCE,
+  },
+  {
+    version: 4,
+    name: 'money: the release of an entry that held nothing commits without waiting for the WAL flush',
+    sql: V4_RELEASE,
   },
 ];
 
