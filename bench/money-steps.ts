@@ -4,7 +4,8 @@
 // as an app with day and month caps under global ones. Sequential calls give the added latency
 // of one call (p50/p99 of each step and of both); 16 concurrent callers give throughput. An
 // in-window read's pair (openCharge of 0, then releaseCharge, as the gateway does for a read an
-// open window covers; the release after the answer) is measured on its own.
+// open window covers; the release after the answer) is measured on its own, and again while 4
+// callers make paid calls (openCharge + recordCharge) on the same counters at the same time.
 //   node bin/run-ts.js bench/money-steps.ts [--calls 1000]   (writes bench/results/money-steps.json)
 // PostgreSQL: POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres), a database created
 // for the run and dropped after. Redis: REDIS_URL, or a private redis-server; own prefix only.
@@ -34,6 +35,8 @@ interface BackendResult {
   /** An in-window read: openCharge estimated 0, then releaseCharge. */
   inWindowOpen: StepStats;
   inWindowRelease: StepStats;
+  /** The in-window open while 4 callers make paid calls on the same counters. */
+  inWindowOpenBesidePaid: StepStats;
 }
 
 const LOAD_AT_START = Math.round(loadavg()[0]! * 100) / 100;
@@ -147,6 +150,19 @@ async function bench(backend: string, store: Store, calls: number): Promise<Back
     freeOpens.push(o);
     freeReleases.push(r);
   }
+  // The same in-window opens while 4 callers make paid calls on the same four counters.
+  const besidePaid: number[] = [];
+  let paying = true;
+  let paid = 0;
+  const payers = Array.from({ length: 4 }, async (_, w) => {
+    while (paying) await oneCall(store, `busy-${run}-${w}-${paid++}`, String(7_710_000_000 + (paid % 500)));
+  });
+  for (let i = 0; i < calls; i++) {
+    const [o] = await inWindowPair(store, `free2-${run}-${i}`, String(7_711_000_000 + (i % 500)));
+    besidePaid.push(o);
+  }
+  paying = false;
+  await Promise.all(payers);
   return {
     backend,
     calls,
@@ -156,6 +172,7 @@ async function bench(backend: string, store: Store, calls: number): Promise<Back
     concurrent16CallsPerSec: perSec,
     inWindowOpen: stats(freeOpens),
     inWindowRelease: stats(freeReleases),
+    inWindowOpenBesidePaid: stats(besidePaid),
   };
 }
 
@@ -201,7 +218,8 @@ async function main(): Promise<void> {
       `${r.backend.padEnd(14)} openCharge p50 ${r.openCharge.p50Ms} ms p99 ${r.openCharge.p99Ms} ms | ` +
         `recordCharge p50 ${r.recordCharge.p50Ms} ms p99 ${r.recordCharge.p99Ms} ms | ` +
         `both p50 ${r.bothSteps.p50Ms} ms p99 ${r.bothSteps.p99Ms} ms | ${r.concurrent16CallsPerSec} calls/s at 16 | ` +
-        `in-window open 0 p50 ${r.inWindowOpen.p50Ms} ms, release p50 ${r.inWindowRelease.p50Ms} ms`,
+        `in-window open 0 p50 ${r.inWindowOpen.p50Ms} ms, release p50 ${r.inWindowRelease.p50Ms} ms, ` +
+        `open 0 beside 4 paid callers p50 ${r.inWindowOpenBesidePaid.p50Ms} ms p99 ${r.inWindowOpenBesidePaid.p99Ms} ms`,
     );
   const out = {
     calls,

@@ -439,6 +439,70 @@ maybe('PostgreSQL money', () => {
       }
     });
 
+    it('an open of 0 (an in-window read) does not wait for counters a paid call holds locked; it still meets the caps', async () => {
+      await emptyMoney();
+      const money = new PostgresMoney({ url, statementTimeoutMs: 500, sweepMs: 0, onError: () => {} });
+      const store = new SplitStore(new MemoryStore({ clock: systemClock, cacheMaxBytes: 1 << 20 }), money);
+      const blocker = await admin!.connect();
+      const specs: BudgetCounterSpec[] = [
+        { key: 'app:crm:day:2026-01-17', limitMinor: 1_000, ttlMs: 60_000 },
+        { key: 'global:day:2026-01-17', limitMinor: null, ttlMs: 60_000 },
+      ];
+      const entry = (key: string, estimateMinor: number): PendingCharge => ({
+        key,
+        requestId: `req-${key}`,
+        app: 'crm',
+        operation: 'company',
+        kind: 'dossier',
+        inn: '7707083893',
+        estimateMinor,
+        at: Date.now(),
+        method: 'GET',
+        target: '/v1/company/7707083893',
+        body: null,
+        opens: 'dossier',
+        counters: specs.map((c) => c.key),
+        counterTtlMs: 60_000,
+        owner: 'replica',
+        leaseUntil: Date.now() + 10_000,
+        reconcileAttempts: 0,
+      });
+      try {
+        await store.addSpend([specs[0]!.key, specs[1]!.key], 100, 60_000);
+        // A paid call's open holds both counters locked until it commits.
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT 1 FROM cpgw.counters WHERE key = ANY ($1) FOR UPDATE', [
+          specs.map((c) => c.key),
+        ]);
+        const started = Date.now();
+        expect(await store.openCharge(entry('free', 0), specs)).toEqual({ ok: true });
+        expect(Date.now() - started).toBeLessThan(400);
+        // One that holds money waits for them (here: past its statement timeout).
+        await expect(store.openCharge(entry('paid', 300), specs)).rejects.toBeInstanceOf(
+          StoreUnavailableError,
+        );
+        await blocker.query('ROLLBACK');
+        // Past its cap (spend above an estimate, settled late), an open of 0 is refused as before.
+        await store.addSpend([specs[0]!.key], 1_000, 60_000);
+        expect(await store.openCharge(entry('over', 0), specs)).toEqual({
+          ok: false,
+          key: specs[0]!.key,
+          limitMinor: 1_000,
+          spentMinor: 1_100,
+          reservedMinor: 0,
+        });
+        expect((await store.pendingCharges()).map((p) => p.key)).toEqual(['free']);
+        expect(await store.readCounters(specs.map((c) => c.key))).toEqual([
+          { key: specs[0]!.key, spentMinor: 1_100, reservedMinor: 0 },
+          { key: specs[1]!.key, spentMinor: 100, reservedMinor: 0 },
+        ]);
+      } finally {
+        await blocker.query('ROLLBACK').catch(() => {});
+        blocker.release();
+        await store.close();
+      }
+    });
+
     it('an unreachable server is StoreUnavailableError on every money call, quickly', async () => {
       const money = new PostgresMoney({
         url: 'postgres://postgres:pw-never-shown@127.0.0.1:1/cpgw',
