@@ -4,7 +4,11 @@
 // gateway it alternates direct and gateway calls (sequential, keep-alive) so both see the same
 // machine state, then prints median/p99 of both and of the difference, and writes
 // bench/results/gateway-latency.json.
-//   node bin/run-ts.js bench/gateway-latency.ts [N] [--paid N] [--stores memory,embedded,redis,postgres,redis+postgres] [--interleaved] [--pg-stats]
+//   node bin/run-ts.js bench/gateway-latency.ts [N] [--paid N] [--stores memory,embedded,redis,postgres,redis+postgres] [--interleaved] [--pg-stats] [--compare DIR]
+// --compare DIR: each store also through the gateway of another checkout (DIR, with its
+// node_modules; its dist/ is built first when stale), named `<store>@base`, its own upstream
+// account, prefix and database, its blocks taken in turn with this checkout's: a before/after of
+// a change in one run (on this shared machine separate runs differ by more than the change).
 // --pg-stats: each PostgreSQL database of the run counts its functions' calls (ALTER DATABASE ...
 // SET track_functions = 'pl', that database only); around each measured phase (after a 12 s wait
 // each time: backends flush their statistics when idle) the commits and the money functions'
@@ -40,10 +44,11 @@
 // 0.2-0.5 ms on the second gateway's figure, which is no cost of that gateway.
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix, or touch a database
 // it did not create; leave a process it started running.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Pool } from 'undici';
@@ -61,7 +66,8 @@ const argValue = (name: string): string | undefined => {
 };
 const INTERLEAVED = args.includes('--interleaved');
 const PG_STATS = args.includes('--pg-stats');
-const flagValues = new Set(['--paid', '--stores'].map((f) => argValue(f)));
+const flagValues = new Set(['--paid', '--stores', '--compare'].map((f) => argValue(f)));
+const COMPARE = argValue('--compare');
 const N = Number(args.find((a) => !a.startsWith('--') && !flagValues.has(a)) ?? 2000);
 const PAID = Number(argValue('--paid') ?? 300);
 const PAID_WARMUP = 20;
@@ -70,6 +76,9 @@ const BLOCK = 250;
 const PAID_BLOCK = 50;
 type StoreName = 'memory' | 'embedded' | 'redis' | 'postgres' | 'redis+postgres';
 const ALL_STORES: StoreName[] = ['memory', 'embedded', 'redis', 'postgres', 'redis+postgres'];
+/** A gateway of the run: a store, through this checkout or (`<store>@base`) the --compare one. */
+type Label = StoreName | `${StoreName}@base`;
+const ALL_LABELS: Label[] = [...ALL_STORES, ...ALL_STORES.map((s) => `${s}@base` as const)];
 const STORES = (argValue('--stores') ?? ALL_STORES.join(','))
   .split(',')
   .filter((s): s is StoreName => (ALL_STORES as string[]).includes(s));
@@ -79,10 +88,10 @@ const STORES = (argValue('--stores') ?? ALL_STORES.join(','))
 // seen a charge, would not know a window covers the company and would measure the path of a
 // read that may be charged (estimate, hold, company lock) instead of the in-window one.
 const UPSTREAM_KEY = 'bench-upstream-key';
-const gatewayKey = (store: StoreName) => `bench-gateway-${store.replace('+', '-')}`;
+const gatewayKey = (label: Label) => `bench-gateway-${label.replace('+', '-').replace('@', '-')}`;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RUN = randomBytes(4).toString('hex');
-const prefixOf = (store: StoreName) => `cpgw-bench-latency-${RUN}-${store.replace('+', '-')}:`;
+const prefixOf = (label: Label) => `cpgw-bench-latency-${RUN}-${label.replace('+', '-').replace('@', '-')}:`;
 const LOAD_AT_START = loadavg()[0]!;
 
 /** Valid INNs the emulator has a dossier for, `count` from `client`'s own range (no two clients share one). */
@@ -129,9 +138,9 @@ interface PgStats {
 }
 
 /** Each PostgreSQL store's commits and function statistics, after a 12 s wait (idle backends flush theirs). */
-async function pgStats(): Promise<Map<StoreName, PgStats>> {
+async function pgStats(): Promise<Map<Label, PgStats>> {
   await new Promise((r) => setTimeout(r, 12_000));
-  const out = new Map<StoreName, PgStats>();
+  const out = new Map<Label, PgStats>();
   for (const [store, db] of databaseOf) {
     const [row] = await pgQuery<{ c: string }>(
       db.url,
@@ -166,7 +175,7 @@ function perCall(a: PgStats, b: PgStats, calls: number) {
 }
 
 interface Gateway {
-  store: StoreName;
+  store: Label;
   pool: Pool;
   child: Child;
   inns: string[];
@@ -176,7 +185,7 @@ interface Gateway {
 const children: Child[] = [];
 const configDirs: string[] = [];
 const databases: TestDatabase[] = [];
-const databaseOf = new Map<StoreName, TestDatabase>();
+const databaseOf = new Map<Label, TestDatabase>();
 const prefixes: string[] = [];
 const gateways: Gateway[] = [];
 const results: Record<string, unknown> = {};
@@ -184,7 +193,7 @@ const skipped: Record<string, string> = {};
 let direct: Pool | null = null;
 try {
   const emu = await startLiftedEmulator(
-    [UPSTREAM_KEY, ...ALL_STORES.map(gatewayKey)],
+    [UPSTREAM_KEY, ...ALL_LABELS.map(gatewayKey)],
     ['--wallet', String(10 ** 13)],
   );
   children.push(emu.child);
@@ -192,8 +201,23 @@ try {
   const memoryConfig = await writeLiftedGatewayConfig({ token, extra: 'store:\n  stateDir: null\n' });
   configDirs.push(dirname(configFile), dirname(memoryConfig.configFile));
   const haveRedis = await redisAnswers();
-  for (const [i, store] of ALL_STORES.entries()) {
-    if (!STORES.includes(store)) continue;
+  if (COMPARE) {
+    const build = spawnSync(process.execPath, [join(COMPARE, 'bin/build.js'), '--if-stale'], {
+      cwd: COMPARE,
+      stdio: 'inherit',
+    });
+    if (build.status !== 0) throw new Error(`--compare ${COMPARE}: bin/build.js failed`);
+  }
+  const targets = ALL_STORES.filter((s) => STORES.includes(s)).flatMap((store) =>
+    COMPARE
+      ? [
+          { label: store as Label, store, entry: 'bin/cpgw.js' },
+          { label: `${store}@base` as Label, store, entry: join(COMPARE, 'bin/cpgw.js') },
+        ]
+      : [{ label: store as Label, store, entry: 'bin/cpgw.js' }],
+  );
+  for (const { label, store, entry } of targets) {
+    const i = ALL_LABELS.indexOf(label);
     const env: Record<string, string> = {
       // memory: no state dir at all (the config's stateDir null), so money stays in memory.
       ...(store === 'memory'
@@ -201,31 +225,31 @@ try {
         : { CPGW_CONFIG: configFile }),
       CPGW_PORT: '0',
       CPGW_UPSTREAM_URL: emu.url,
-      CPGW_UPSTREAM_API_KEY: gatewayKey(store),
+      CPGW_UPSTREAM_API_KEY: gatewayKey(label),
     };
     if (store.includes('redis')) {
       if (!haveRedis) {
-        skipped[store] = `no Redis at ${REDIS_URL}`;
+        skipped[label] = `no Redis at ${REDIS_URL}`;
         continue;
       }
-      prefixes.push(prefixOf(store));
-      Object.assign(env, { CPGW_REDIS_URL: REDIS_URL, CPGW_STORE_PREFIX: prefixOf(store) });
+      prefixes.push(prefixOf(label));
+      Object.assign(env, { CPGW_REDIS_URL: REDIS_URL, CPGW_STORE_PREFIX: prefixOf(label) });
     }
     if (store.includes('postgres')) {
-      const db = await createTestDatabase(`bench_latency_${store.replace('+', '_')}`);
+      const db = await createTestDatabase(`bench_latency_${label.replace('+', '_').replace('@', '_')}`);
       if (!db) {
-        skipped[store] = 'no PostgreSQL (POSTGRES_URL)';
+        skipped[label] = 'no PostgreSQL (POSTGRES_URL)';
         continue;
       }
       databases.push(db);
-      databaseOf.set(store, db);
+      databaseOf.set(label, db);
       env.CPGW_POSTGRES_URL = db.url;
       if (PG_STATS) await pgQuery(db.url, `ALTER DATABASE ${db.name} SET track_functions = 'pl'`);
     }
-    const gw = await startCpgw(['start'], env, /listening on (http:\/\/[^\s)]+)/);
+    const gw = await startCpgw(['start'], env, /listening on (http:\/\/[^\s)]+)/, entry);
     children.push(gw.child);
     gateways.push({
-      store,
+      store: label,
       pool: new Pool(gw.match[1]!, { connections: 1 }),
       child: gw.child,
       inns: freshInns(i + 1, PAID + PAID_WARMUP + 5),
@@ -292,9 +316,9 @@ try {
   type Row = Record<string, unknown>;
   const summarise = (
     row: Row,
-    times: Map<StoreName, { d: number[]; g: number[] }>,
-  ): Array<{ store: StoreName; text: string }> => {
-    const out: Array<{ store: StoreName; text: string }> = [];
+    times: Map<Label, { d: number[]; g: number[] }>,
+  ): Array<{ store: Label; text: string }> => {
+    const out: Array<{ store: Label; text: string }> = [];
     for (const [store, t] of times) {
       const r = {
         gateway_ms: summary(t.g),
@@ -390,6 +414,7 @@ const report = {
     'redis+postgres': 'money in PostgreSQL, hot state on Redis',
   },
   skipped,
+  ...(COMPARE ? { compare: `<store>@base: the gateway of ${COMPARE}` } : {}),
   note: INTERLEAVED
     ? 'same run, alternating calls (direct, then each gateway); pass-through: Cache-Control: no-cache, so every call goes upstream; paid miss: a company nobody has read, each client its own companies'
     : `same run, each gateway alone alternating with direct calls (direct, gateway), in blocks (${BLOCK} rounds pass-through, ${PAID_BLOCK} paid miss) taken in turn with the other gateways; pass-through: Cache-Control: no-cache, so every call goes upstream; paid miss: a company nobody has read (no Cache-Control; the gateway's answer must be an X-Cache MISS, both answers charged), each client its own companies`,

@@ -2,12 +2,16 @@
 // call) and recordCharge (claim + ledger + settle + window, after it), on PostgreSQL
 // (synchronous_commit on) against today's Redis money path. Four capped budget counters per call,
 // as an app with day and month caps under global ones. Sequential calls give the added latency
-// of one call (p50/p99 of each step and of both); 16 concurrent callers give throughput.
+// of one call (p50/p99 of each step and of both); 16 concurrent callers give throughput. An
+// in-window read's pair (openCharge of 0, then releaseCharge, as the gateway does for a read an
+// open window covers; the release after the answer) is measured on its own, and again while 4
+// callers make paid calls (openCharge + recordCharge) on the same counters at the same time.
 //   node bin/run-ts.js bench/money-steps.ts [--calls 1000]   (writes bench/results/money-steps.json)
 // PostgreSQL: POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres), a database created
 // for the run and dropped after. Redis: REDIS_URL, or a private redis-server; own prefix only.
 // Must never: touch a database or Redis keys it did not create.
 import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { systemClock } from '../src/clock.ts';
 import type { BudgetCounterSpec, PendingCharge, Store } from '../src/store/index.ts';
 import { MemoryStore, RedisStore } from '../src/store/index.ts';
@@ -28,7 +32,14 @@ interface BackendResult {
   recordCharge: StepStats;
   bothSteps: StepStats;
   concurrent16CallsPerSec: number;
+  /** An in-window read: openCharge estimated 0, then releaseCharge. */
+  inWindowOpen: StepStats;
+  inWindowRelease: StepStats;
+  /** The in-window open while 4 callers make paid calls on the same counters. */
+  inWindowOpenBesidePaid: StepStats;
 }
+
+const LOAD_AT_START = Math.round(loadavg()[0]! * 100) / 100;
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -49,7 +60,7 @@ const COUNTERS: BudgetCounterSpec[] = [
   { key: 'global:month:2026-11', limitMinor: 1e12, ttlMs: 40 * 86_400_000 },
 ];
 
-function pending(key: string, inn: string): PendingCharge {
+function pending(key: string, inn: string, estimateMinor = 9_900): PendingCharge {
   const now = systemClock.now();
   return {
     key,
@@ -58,7 +69,7 @@ function pending(key: string, inn: string): PendingCharge {
     operation: 'company',
     kind: 'dossier',
     inn,
-    estimateMinor: 9_900,
+    estimateMinor,
     at: now,
     method: 'GET',
     target: `/v1/company/${inn}`,
@@ -99,6 +110,16 @@ async function oneCall(store: Store, key: string, inn: string): Promise<[number,
   return [t1 - t0, performance.now() - t1];
 }
 
+/** An in-window read's money steps: an entry of 0 opened, then released. */
+async function inWindowPair(store: Store, key: string, inn: string): Promise<[number, number]> {
+  const t0 = performance.now();
+  const opened = await store.openCharge(pending(key, inn, 0), COUNTERS);
+  if (!opened.ok) throw new Error('bench: refused');
+  const t1 = performance.now();
+  await store.releaseCharge(key);
+  return [t1 - t0, performance.now() - t1];
+}
+
 async function bench(backend: string, store: Store, calls: number): Promise<BackendResult> {
   const run = `${process.pid}-${backend}`;
   for (let i = 0; i < 50; i++) await oneCall(store, `warm-${run}-${i}`, String(7_700_000_000 + i)); // warm-up
@@ -122,6 +143,26 @@ async function bench(backend: string, store: Store, calls: number): Promise<Back
     }),
   );
   const perSec = Math.round((calls / (performance.now() - started)) * 1000);
+  const freeOpens: number[] = [];
+  const freeReleases: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const [o, r] = await inWindowPair(store, `free-${run}-${i}`, String(7_709_000_000 + (i % 500)));
+    freeOpens.push(o);
+    freeReleases.push(r);
+  }
+  // The same in-window opens while 4 callers make paid calls on the same four counters.
+  const besidePaid: number[] = [];
+  let paying = true;
+  let paid = 0;
+  const payers = Array.from({ length: 4 }, async (_, w) => {
+    while (paying) await oneCall(store, `busy-${run}-${w}-${paid++}`, String(7_710_000_000 + (paid % 500)));
+  });
+  for (let i = 0; i < calls; i++) {
+    const [o] = await inWindowPair(store, `free2-${run}-${i}`, String(7_711_000_000 + (i % 500)));
+    besidePaid.push(o);
+  }
+  paying = false;
+  await Promise.all(payers);
   return {
     backend,
     calls,
@@ -129,6 +170,9 @@ async function bench(backend: string, store: Store, calls: number): Promise<Back
     recordCharge: stats(records),
     bothSteps: stats(both),
     concurrent16CallsPerSec: perSec,
+    inWindowOpen: stats(freeOpens),
+    inWindowRelease: stats(freeReleases),
+    inWindowOpenBesidePaid: stats(besidePaid),
   };
 }
 
@@ -173,11 +217,15 @@ async function main(): Promise<void> {
     console.log(
       `${r.backend.padEnd(14)} openCharge p50 ${r.openCharge.p50Ms} ms p99 ${r.openCharge.p99Ms} ms | ` +
         `recordCharge p50 ${r.recordCharge.p50Ms} ms p99 ${r.recordCharge.p99Ms} ms | ` +
-        `both p50 ${r.bothSteps.p50Ms} ms p99 ${r.bothSteps.p99Ms} ms | ${r.concurrent16CallsPerSec} calls/s at 16`,
+        `both p50 ${r.bothSteps.p50Ms} ms p99 ${r.bothSteps.p99Ms} ms | ${r.concurrent16CallsPerSec} calls/s at 16 | ` +
+        `in-window open 0 p50 ${r.inWindowOpen.p50Ms} ms, release p50 ${r.inWindowRelease.p50Ms} ms, ` +
+        `open 0 beside 4 paid callers p50 ${r.inWindowOpenBesidePaid.p50Ms} ms p99 ${r.inWindowOpenBesidePaid.p99Ms} ms`,
     );
   const out = {
     calls,
     node: process.version,
+    loadavg_1m_at_start: LOAD_AT_START,
+    loadavg_1m_at_end: Math.round(loadavg()[0]! * 100) / 100,
     note: 'sequential calls: latency each step adds to one paid call; 16 concurrent callers: throughput',
     results,
   };

@@ -311,6 +311,67 @@ maybe('PostgreSQL money', () => {
       }
     });
 
+    it('only the release of an entry estimated 0 that held nothing commits without waiting for the WAL flush', async () => {
+      // Each step as the gateway sends it (one statement), inside a transaction here so the
+      // setting its commit will use can be read before the commit.
+      const store = await openSplit(url);
+      const client = await admin!.connect();
+      const settingAfterRelease = async (key: string): Promise<string> => {
+        await client.query('BEGIN');
+        try {
+          await client.query('SELECT cpgw.release_charge($1)', [key]);
+          const { rows } = await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+          return rows[0]!.synchronous_commit;
+        } finally {
+          await client.query('COMMIT');
+        }
+      };
+      const counters: BudgetCounterSpec[] = [
+        { key: 'app:crm:day:2026-01-16', limitMinor: 99_000, ttlMs: 60_000 },
+      ];
+      const entry = (key: string, estimateMinor: number, keys: string[]): PendingCharge => ({
+        key,
+        requestId: `req-${key}`,
+        app: 'crm',
+        operation: 'company',
+        kind: 'dossier',
+        inn: '7707083893',
+        estimateMinor,
+        at: Date.now(),
+        method: 'GET',
+        target: '/v1/company/7707083893',
+        body: null,
+        opens: 'dossier',
+        counters: keys,
+        counterTtlMs: 60_000,
+        owner: 'replica',
+        leaseUntil: Date.now() + 10_000,
+        reconcileAttempts: 0,
+      });
+      try {
+        await emptyMoney();
+        // In a window: estimated 0, nothing held.
+        expect((await store.openCharge(entry('free', 0, [counters[0]!.key]), counters)).ok).toBe(true);
+        expect(await settingAfterRelease('free')).toBe('off');
+        // Estimated above 0: its hold goes durably.
+        expect((await store.openCharge(entry('held', 9_900, [counters[0]!.key]), counters)).ok).toBe(true);
+        expect(await settingAfterRelease('held')).toBe('on');
+        expect((await store.readCounters([counters[0]!.key]))[0]).toMatchObject({ reservedMinor: 0 });
+        // Estimated above 0 with no budget counter (nothing held): still durably.
+        expect((await store.openCharge(entry('uncapped', 9_900, []), [])).ok).toBe(true);
+        expect(await settingAfterRelease('uncapped')).toBe('on');
+        // Gone already (a second release): nothing changes, nothing to hurry.
+        expect(await settingAfterRelease('free')).toBe('on');
+        expect(await store.pendingCharges()).toEqual([]);
+        // The session's own setting is back after each commit.
+        const { rows } = await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+        expect(rows[0]!.synchronous_commit).toBe('on');
+      } finally {
+        client.release();
+        await store.close();
+      }
+    });
+
     it('refuses a schema newer than it knows, in one line', async () => {
       const newer = SCHEMA_VERSION + 1;
       await admin!.query('INSERT INTO cpgw.schema_migrations (version, name) VALUES ($1, $2)', [
@@ -373,6 +434,70 @@ maybe('PostgreSQL money', () => {
           reservedMinor: 0,
         });
       } finally {
+        blocker.release();
+        await store.close();
+      }
+    });
+
+    it('an open of 0 (an in-window read) does not wait for counters a paid call holds locked; it still meets the caps', async () => {
+      await emptyMoney();
+      const money = new PostgresMoney({ url, statementTimeoutMs: 500, sweepMs: 0, onError: () => {} });
+      const store = new SplitStore(new MemoryStore({ clock: systemClock, cacheMaxBytes: 1 << 20 }), money);
+      const blocker = await admin!.connect();
+      const specs: BudgetCounterSpec[] = [
+        { key: 'app:crm:day:2026-01-17', limitMinor: 1_000, ttlMs: 60_000 },
+        { key: 'global:day:2026-01-17', limitMinor: null, ttlMs: 60_000 },
+      ];
+      const entry = (key: string, estimateMinor: number): PendingCharge => ({
+        key,
+        requestId: `req-${key}`,
+        app: 'crm',
+        operation: 'company',
+        kind: 'dossier',
+        inn: '7707083893',
+        estimateMinor,
+        at: Date.now(),
+        method: 'GET',
+        target: '/v1/company/7707083893',
+        body: null,
+        opens: 'dossier',
+        counters: specs.map((c) => c.key),
+        counterTtlMs: 60_000,
+        owner: 'replica',
+        leaseUntil: Date.now() + 10_000,
+        reconcileAttempts: 0,
+      });
+      try {
+        await store.addSpend([specs[0]!.key, specs[1]!.key], 100, 60_000);
+        // A paid call's open holds both counters locked until it commits.
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT 1 FROM cpgw.counters WHERE key = ANY ($1) FOR UPDATE', [
+          specs.map((c) => c.key),
+        ]);
+        const started = Date.now();
+        expect(await store.openCharge(entry('free', 0), specs)).toEqual({ ok: true });
+        expect(Date.now() - started).toBeLessThan(400);
+        // One that holds money waits for them (here: past its statement timeout).
+        await expect(store.openCharge(entry('paid', 300), specs)).rejects.toBeInstanceOf(
+          StoreUnavailableError,
+        );
+        await blocker.query('ROLLBACK');
+        // Past its cap (spend above an estimate, settled late), an open of 0 is refused as before.
+        await store.addSpend([specs[0]!.key], 1_000, 60_000);
+        expect(await store.openCharge(entry('over', 0), specs)).toEqual({
+          ok: false,
+          key: specs[0]!.key,
+          limitMinor: 1_000,
+          spentMinor: 1_100,
+          reservedMinor: 0,
+        });
+        expect((await store.pendingCharges()).map((p) => p.key)).toEqual(['free']);
+        expect(await store.readCounters(specs.map((c) => c.key))).toEqual([
+          { key: specs[0]!.key, spentMinor: 1_100, reservedMinor: 0 },
+          { key: specs[1]!.key, spentMinor: 100, reservedMinor: 0 },
+        ]);
+      } finally {
+        await blocker.query('ROLLBACK').catch(() => {});
         blocker.release();
         await store.close();
       }

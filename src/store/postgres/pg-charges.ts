@@ -1,7 +1,9 @@
 // The PostgreSQL money role: each operation one plpgsql function or one conditional statement
 // (migrations.ts), so a charge's hold + pending entry, or its claim + ledger row + settle +
 // window + pending drop, commit together, durably (synchronous_commit on), on any number of
-// replicas. Shares counters with the budget role and cpgw.ledger with the ledger role.
+// replicas. Shares counters with the budget role and cpgw.ledger with the ledger role. The one
+// step that does not wait for the WAL flush is the release of an entry estimated 0 that held
+// nothing (release_charge sets it for its own transaction: migrations.ts, version 4).
 //
 // Must never: split one operation over several transactions, compare leases or windows with the
 // database's clock (they are the caller's), or shorten a window.
