@@ -1,7 +1,9 @@
 // The cache-hit path (issue #12): a GET that the in-process cache answers with a fresh HIT is
 // written straight to the socket, before fastify routes it, with the same status, headers, body,
 // log line, metrics and cache counters as the full pipeline (stages/cache.ts, respond.ts and the
-// server's onResponse hook) would give it. Everything it needs is known in this process without
+// server's onResponse hook) would give it. It shares with the full pipeline the route matcher
+// (route-match.ts, held to fastify's router by its test), the token map (auth/tokens.ts
+// lookupToken) and the log line (ops/request-log.ts). Everything it needs is known in this process without
 // waiting: the app (token hash map), the entry (the memory store, or the Redis store's
 // in-process tier), the company's windows and the app's rate headroom as read within the last
 // 200 ms (WindowTracker.known, RateGovernor.headroomIfKnown). When any of those is unknown, or
@@ -22,26 +24,19 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { bearerToken, lookupToken } from '../auth/tokens.ts';
 import type { CachePolicy } from '../cache/cache-keys.ts';
-import { type CacheEntry, NO_DIRECTIVES } from '../cache/index.ts';
+import type { CacheEntry } from '../cache/index.ts';
 import type { AppConfig, GatewayConfig } from '../config/schema.ts';
 import { chargeShape } from '../cost/estimate.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
-import { logLineOf } from '../ops/request-log.ts';
-import { type ChargeShape, type IncomingCall, UPSTREAM_ROUTES, type UpstreamRoute } from '../route-table.ts';
-import type { RequestContext } from './context.ts';
+import { logLineOf, writeRequestLog } from '../ops/request-log.ts';
+import { matchRoute } from '../route-match.ts';
+import type { ChargeShape, IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { PipelineDeps } from './deps.ts';
 import { rateLimitValues } from './respond.ts';
 
-interface HitRoute {
-  route: UpstreamRoute;
-  /** The URL's segments; a parameter is its name prefixed with ':'. */
-  segments: string[];
-}
-
 /** Cached GET routes a HIT can be written for: not public, not a check poll (ownership is checked first). */
-const HIT_ROUTES: HitRoute[] = UPSTREAM_ROUTES.filter(
-  (r) => r.method === 'GET' && r.cache !== null && r.scope !== 'public' && r.name !== 'check_poll',
-).map((route) => ({ route, segments: route.url.split('/') }));
+const hitRoute = (route: UpstreamRoute): boolean =>
+  route.method === 'GET' && route.cache !== null && route.scope !== 'public' && route.name !== 'check_poll';
 
 /** What a URL means, computed once per URL (all of it is a pure function of the URL). */
 interface Parsed {
@@ -54,9 +49,6 @@ interface Parsed {
 /** URLs remembered (null: not a HIT candidate); past this the memo starts over. */
 const URL_MEMO_MAX = 20_000;
 const byUrl = new Map<string, Parsed | null>();
-
-/** A signal that never aborts: a HIT is written before the client can go. */
-const NEVER = new AbortController().signal;
 
 /** X-RateLimit-* as written, per memoized headroom value (the memo hands out the same object while it holds). */
 const rateHeaders = new WeakMap<object, string[]>();
@@ -221,33 +213,18 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
   metrics.hit(app.name, route.name, kind, saved, elapsedMs / 1000);
   if (o.traced) o.traced(req, { route, app: app.name, status: p.status, requestId, started });
   if (o.access.isLevelEnabled('info')) {
-    const ctx: RequestContext = {
-      requestId,
-      route,
-      headers: req.headers,
-      call: parsed.call,
-      rawBody: undefined,
-      pathAndQuery: url,
-      signal: NEVER,
-      app,
-      shape,
-      directives: NO_DIRECTIVES,
-      policy,
-      deadline: 0,
-      timeoutMs: 0,
-      cache: 'HIT',
-      chargedMinor: 0,
-      ...(saved > 0 ? { savedMinor: saved, savedReason: 'cache' } : {}),
-      ...(p.upstreamRequestId ? { upstreamRequestId: p.upstreamRequestId } : {}),
-    };
-    const line = logLineOf(ctx, {
-      route: route.url,
-      method: 'GET',
-      status: p.status,
-      elapsedMs,
-      clientGone: false,
-    });
-    o.access.info({ reqId: requestId, ...line }, 'request');
+    const line = logLineOf(
+      {
+        route,
+        app,
+        cache: 'HIT',
+        chargedMinor: 0,
+        ...(saved > 0 ? { savedMinor: saved, savedReason: 'cache' } : {}),
+        ...(p.upstreamRequestId ? { upstreamRequestId: p.upstreamRequestId } : {}),
+      },
+      { route: route.url, method: 'GET', status: p.status, elapsedMs, clientGone: false },
+    );
+    writeRequestLog(o.access, requestId, line);
   }
   return true;
 }
@@ -264,8 +241,8 @@ function parse(url: string): Parsed | null {
 
 function parseFresh(url: string): Parsed | null {
   if (url.includes('?') || url.includes('%')) return null;
-  const matched = match(url);
-  if (!matched) return null;
+  const matched = matchRoute('GET', url);
+  if (!matched || !hitRoute(matched.route)) return null;
   const { route, params } = matched;
   const call: IncomingCall = { params, query: {}, body: undefined, idempotencyKey: undefined };
   if (!route.validate(call).ok) return null;
@@ -313,27 +290,4 @@ function prepare(deps: PipelineDeps, entry: CacheEntry, acceptEncoding: string |
     if (forEntry.size < 16) forEntry.set(key, p);
   }
   return p;
-}
-function match(url: string): { route: UpstreamRoute; params: Record<string, string> } | null {
-  const parts = url.split('/');
-  for (const { route, segments } of HIT_ROUTES) {
-    if (segments.length !== parts.length) continue;
-    let params: Record<string, string> | null = {};
-    for (let i = 1; i < segments.length; i++) {
-      const want = segments[i]!;
-      const got = parts[i]!;
-      if (want.startsWith(':')) {
-        if (got === '') {
-          params = null;
-          break;
-        }
-        params[want.slice(1)] = got;
-      } else if (want !== got) {
-        params = null;
-        break;
-      }
-    }
-    if (params) return { route, params };
-  }
-  return null;
 }
