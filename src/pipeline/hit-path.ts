@@ -17,7 +17,6 @@
 //
 // Must never: answer what the full pipeline would answer differently (test/gateway/hit-path
 // parity test), reach the store or the upstream, wait for anything, or throw to the server.
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -28,6 +27,7 @@ import type { CacheEntry } from '../cache/index.ts';
 import type { AppConfig, GatewayConfig } from '../config/schema.ts';
 import { chargeShape } from '../cost/estimate.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
+import { nextRequestId } from '../ops/request-id.ts';
 import { logLineOf, writeRequestLog } from '../ops/request-log.ts';
 import { matchRoute } from '../route-match.ts';
 import type { ChargeShape, IncomingCall, UpstreamRoute } from '../route-table.ts';
@@ -74,8 +74,20 @@ interface Prepared {
   /** Flat [name, value, ...] of the entry's headers, X-Cache, Vary, Content-Encoding, Content-Length. */
   head: string[];
   body: Buffer;
+  /**
+   * The body as latin1 text (the same bytes) when it is at most SINGLE_WRITE_MAX: Node then
+   * writes the header block and the body as one string, one write() of one chunk, where a Buffer
+   * body goes out as a writev() of two (the header block and the body; see docs/performance.md).
+   */
+  text: string | null;
   upstreamRequestId: string | undefined;
 }
+/**
+ * Bodies up to this size are also kept as text (above): with the header block it stays within
+ * the 16 KB Node writes from its stack without a copy to the heap. The text is a second copy of
+ * the body, kept as long as the entry is (see prepare()).
+ */
+const SINGLE_WRITE_MAX = 15 * 1024;
 const prepared = new WeakMap<CacheEntry, Map<string, Prepared>>();
 
 export interface HitPathOptions {
@@ -190,7 +202,7 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
 
   // Committed: from here on this path answers.
   const p = prepare(deps, hit.entry, h.acceptEncoding);
-  const requestId = randomUUID();
+  const requestId = nextRequestId();
   const out = ['x-request-id', requestId, 'age', String(Math.floor(hit.ageMs / 1000))];
   for (let i = 0; i < p.head.length; i++) out.push(p.head[i]!);
   if (shape !== null) out.push('x-charged-minor', '0', 'x-cost-estimate-minor', '0');
@@ -204,7 +216,8 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
     for (let i = 0; i < values.length; i++) out.push(values[i]!);
   }
   res.writeHead(p.status, out);
-  res.end(p.body);
+  if (p.text !== null) res.end(p.text, 'latin1');
+  else res.end(p.body);
 
   const { metrics } = o;
   const kind = shape?.kind ?? null;
@@ -280,6 +293,7 @@ function prepare(deps: PipelineDeps, entry: CacheEntry, acceptEncoding: string |
     status: rendered.status,
     head,
     body: rendered.body,
+    text: rendered.body.length <= SINGLE_WRITE_MAX ? rendered.body.toString('latin1') : null,
     upstreamRequestId: rendered.headers['x-upstream-request-id'],
   };
   if (!rendered.provisional) {

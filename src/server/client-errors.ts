@@ -5,10 +5,10 @@
 //
 // Must never: throw, write to a socket that can no longer be written to, or keep a connection
 // open after refusing on it (the parser's state is unknown).
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { errorEnvelope } from '../errors.ts';
+import { nextRequestId } from '../ops/request-id.ts';
 
 /**
  * Node's low-level client errors (fastify's clientErrorHandler): 431 for headers too large, 408
@@ -43,9 +43,21 @@ export function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Socket): v
  * answer it with a bare 400 itself; the server is made with requireHostHeader: false for this.
  */
 export function refusedWithoutHost(req: IncomingMessage): boolean {
-  if (req.headers.host !== undefined || req.httpVersionMajor !== 1 || req.httpVersionMinor < 1) return false;
+  if (req.httpVersionMajor !== 1 || req.httpVersionMinor < 1 || hasHost(req.rawHeaders)) return false;
   rawRefusal(req.socket, 400, 'host', 'missing', 'The request has no Host header');
   return true;
+}
+
+/**
+ * Whether a Host header was sent (req.headers.host would say the same, but reading req.headers
+ * builds the whole lower-cased header object, which the cache-hit path never needs).
+ */
+function hasHost(raw: readonly string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') return true;
+  }
+  return false;
 }
 
 /** CONNECT is not a gateway method; without a 'connect' listener Node drops the socket silently. */
@@ -63,7 +75,7 @@ const REASONS: Record<number, string> = {
 
 /** A refusal written on the raw socket (no request object to answer through), then closed. */
 function rawRefusal(socket: Socket, status: number, field: string, code: string, message: string): void {
-  const requestId = randomUUID();
+  const requestId = nextRequestId();
   const body = JSON.stringify(
     errorEnvelope('validation_failed', requestId, { fields: [{ field, code, message }] }, message),
   );
