@@ -46,6 +46,12 @@ export class SavingsRecord {
   private pending = new Map<string, number>();
   /** `<month>:<app>` pairs already marked in the state store by this process. */
   private readonly marked = new Set<string>();
+  /**
+   * Per app, the day of its last served() and that day's two keys: a served request (every HIT
+   * of the hit path) adds to the same two keys without building them again, and the month's
+   * mark is looked at once per app and day.
+   */
+  private readonly servedKeys = new Map<string, { day: string; served: string; unpaid: string }>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
 
@@ -77,8 +83,16 @@ export class SavingsRecord {
   /** One request answered to `app` (status < 400); `paid`: a charge was paid for it. */
   served(app: string, paid: boolean): void {
     const day = this.day();
-    this.add(servedKey(app, day), 1);
-    if (!paid) this.add(unpaidKey(app, day), 1);
+    let keys = this.servedKeys.get(app);
+    const fresh = keys?.day !== day;
+    if (keys === undefined || fresh) {
+      keys = { day, served: servedKey(app, day), unpaid: unpaidKey(app, day) };
+      if (this.servedKeys.size >= 4096) this.servedKeys.clear();
+      this.servedKeys.set(app, keys);
+    }
+    this.add(keys.served, 1);
+    if (!paid) this.add(keys.unpaid, 1);
+    if (!fresh) return; // the month's mark below was looked at when this day's keys were made
     const mark = `${day.slice(0, 7)}:${app}`;
     if (!this.marked.has(mark)) {
       this.marked.add(mark);

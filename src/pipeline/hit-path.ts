@@ -1,7 +1,9 @@
 // The cache-hit path (issue #12): a GET that the in-process cache answers with a fresh HIT is
 // written straight to the socket, before fastify routes it, with the same status, headers, body,
 // log line, metrics and cache counters as the full pipeline (stages/cache.ts, respond.ts and the
-// server's onResponse hook) would give it. Everything it needs is known in this process without
+// server's onResponse hook) would give it. It shares with the full pipeline the route matcher
+// (route-match.ts, held to fastify's router by its test), the token map (auth/tokens.ts
+// lookupToken) and the log line (ops/request-log.ts). Everything it needs is known in this process without
 // waiting: the app (token hash map), the entry (the memory store, or the Redis store's
 // in-process tier), the company's windows and the app's rate headroom as read within the last
 // 200 ms (WindowTracker.known, RateGovernor.headroomIfKnown). When any of those is unknown, or
@@ -15,34 +17,26 @@
 //
 // Must never: answer what the full pipeline would answer differently (test/gateway/hit-path
 // parity test), reach the store or the upstream, wait for anything, or throw to the server.
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { bearerToken, lookupToken } from '../auth/tokens.ts';
 import type { CachePolicy } from '../cache/cache-keys.ts';
-import { type CacheEntry, NO_DIRECTIVES } from '../cache/index.ts';
+import type { CacheEntry } from '../cache/index.ts';
 import type { AppConfig, GatewayConfig } from '../config/schema.ts';
 import { chargeShape } from '../cost/estimate.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
-import { logLineOf } from '../ops/request-log.ts';
-import { type ChargeShape, type IncomingCall, UPSTREAM_ROUTES, type UpstreamRoute } from '../route-table.ts';
-import type { RequestContext } from './context.ts';
+import { nextRequestId } from '../ops/request-id.ts';
+import { logLineOf, writeRequestLog } from '../ops/request-log.ts';
+import { matchRoute } from '../route-match.ts';
+import type { ChargeShape, IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { PipelineDeps } from './deps.ts';
 import { rateLimitValues } from './respond.ts';
-import { SendConditions } from './send-conditions.ts';
-
-interface HitRoute {
-  route: UpstreamRoute;
-  /** The URL's segments; a parameter is its name prefixed with ':'. */
-  segments: string[];
-}
 
 /** Cached GET routes a HIT can be written for: not public, not a check poll (ownership is checked first). */
-const HIT_ROUTES: HitRoute[] = UPSTREAM_ROUTES.filter(
-  (r) => r.method === 'GET' && r.cache !== null && r.scope !== 'public' && r.name !== 'check_poll',
-).map((route) => ({ route, segments: route.url.split('/') }));
+const hitRoute = (route: UpstreamRoute): boolean =>
+  route.method === 'GET' && route.cache !== null && route.scope !== 'public' && route.name !== 'check_poll';
 
 /** What a URL means, computed once per URL (all of it is a pure function of the URL). */
 interface Parsed {
@@ -55,12 +49,6 @@ interface Parsed {
 /** URLs remembered (null: not a HIT candidate); past this the memo starts over. */
 const URL_MEMO_MAX = 20_000;
 const byUrl = new Map<string, Parsed | null>();
-
-/** A HIT sends nothing upstream: no stage registers a send condition. */
-const NOTHING_TO_SEND = new SendConditions([]);
-
-/** A signal that never aborts: a HIT is written before the client can go. */
-const NEVER = new AbortController().signal;
 
 /** X-RateLimit-* as written, per memoized headroom value (the memo hands out the same object while it holds). */
 const rateHeaders = new WeakMap<object, string[]>();
@@ -86,8 +74,20 @@ interface Prepared {
   /** Flat [name, value, ...] of the entry's headers, X-Cache, Vary, Content-Encoding, Content-Length. */
   head: string[];
   body: Buffer;
+  /**
+   * The body as latin1 text (the same bytes) when it is at most SINGLE_WRITE_MAX: Node then
+   * writes the header block and the body as one string, one write() of one chunk, where a Buffer
+   * body goes out as a writev() of two (the header block and the body; see docs/performance.md).
+   */
+  text: string | null;
   upstreamRequestId: string | undefined;
 }
+/**
+ * Bodies up to this size are also kept as text (above): with the header block it stays within
+ * the 16 KB Node writes from its stack without a copy to the heap. The text is a second copy of
+ * the body, kept as long as the entry is (see prepare()).
+ */
+const SINGLE_WRITE_MAX = 15 * 1024;
 const prepared = new WeakMap<CacheEntry, Map<string, Prepared>>();
 
 export interface HitPathOptions {
@@ -141,7 +141,7 @@ interface PlainHeaders {
 
 /**
  * The Authorization and Accept-Encoding of a request the hit path may answer, read straight from
- * rawHeaders (building req.headers lower-cases and copies every header: ~1 µs of a HIT); null
+ * rawHeaders (req.headers joins or drops a header sent twice; rawHeaders shows it); null
  * when the request has a header that sends it to the full pipeline (Cache-Control,
  * X-Max-Wait-Ms, a body) or sends either of the two twice (Node would join or drop those).
  */
@@ -154,7 +154,13 @@ function plainHeaders(raw: string[]): PlainHeaders | null {
     // 14 content-length; 15 accept-encoding; 17 transfer-encoding.
     const n = name.length;
     if (n !== 13 && n !== 14 && n !== 15 && n !== 17) continue;
-    const lower = name.toLowerCase();
+    // The usual spellings without a lower-cased copy; any other spelling is lower-cased.
+    const lower =
+      name === 'authorization' || name === 'Authorization'
+        ? 'authorization'
+        : name === 'accept-encoding' || name === 'Accept-Encoding'
+          ? 'accept-encoding'
+          : name.toLowerCase();
     if (lower === 'authorization') {
       if (authorization !== undefined) return null;
       authorization = raw[i + 1]!;
@@ -202,7 +208,7 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
 
   // Committed: from here on this path answers.
   const p = prepare(deps, hit.entry, h.acceptEncoding);
-  const requestId = randomUUID();
+  const requestId = nextRequestId();
   const out = ['x-request-id', requestId, 'age', String(Math.floor(hit.ageMs / 1000))];
   for (let i = 0; i < p.head.length; i++) out.push(p.head[i]!);
   if (shape !== null) out.push('x-charged-minor', '0', 'x-cost-estimate-minor', '0');
@@ -216,7 +222,8 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
     for (let i = 0; i < values.length; i++) out.push(values[i]!);
   }
   res.writeHead(p.status, out);
-  res.end(p.body);
+  if (p.text !== null) res.end(p.text, 'latin1');
+  else res.end(p.body);
 
   const { metrics } = o;
   const kind = shape?.kind ?? null;
@@ -225,34 +232,18 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
   metrics.hit(app.name, route.name, kind, saved, elapsedMs / 1000);
   if (o.traced) o.traced(req, { route, app: app.name, status: p.status, requestId, started });
   if (o.access.isLevelEnabled('info')) {
-    const ctx: RequestContext = {
-      requestId,
-      route,
-      headers: req.headers,
-      call: parsed.call,
-      rawBody: undefined,
-      pathAndQuery: url,
-      signal: NEVER,
-      sendWhen: NOTHING_TO_SEND,
-      app,
-      shape,
-      directives: NO_DIRECTIVES,
-      policy,
-      deadline: 0,
-      timeoutMs: 0,
-      cache: 'HIT',
-      chargedMinor: 0,
-      ...(saved > 0 ? { savedMinor: saved, savedReason: 'cache' } : {}),
-      ...(p.upstreamRequestId ? { upstreamRequestId: p.upstreamRequestId } : {}),
-    };
-    const line = logLineOf(ctx, {
-      route: route.url,
-      method: 'GET',
-      status: p.status,
-      elapsedMs,
-      clientGone: false,
-    });
-    o.access.info({ reqId: requestId, ...line }, 'request');
+    const line = logLineOf(
+      {
+        route,
+        app,
+        cache: 'HIT',
+        chargedMinor: 0,
+        ...(saved > 0 ? { savedMinor: saved, savedReason: 'cache' } : {}),
+        ...(p.upstreamRequestId ? { upstreamRequestId: p.upstreamRequestId } : {}),
+      },
+      { route: route.url, method: 'GET', status: p.status, elapsedMs, clientGone: false },
+    );
+    writeRequestLog(o.access, requestId, line);
   }
   return true;
 }
@@ -269,8 +260,8 @@ function parse(url: string): Parsed | null {
 
 function parseFresh(url: string): Parsed | null {
   if (url.includes('?') || url.includes('%')) return null;
-  const matched = match(url);
-  if (!matched) return null;
+  const matched = matchRoute('GET', url);
+  if (!matched || !hitRoute(matched.route)) return null;
   const { route, params } = matched;
   const call: IncomingCall = { params, query: {}, body: undefined, idempotencyKey: undefined };
   if (!route.validate(call).ok) return null;
@@ -308,6 +299,7 @@ function prepare(deps: PipelineDeps, entry: CacheEntry, acceptEncoding: string |
     status: rendered.status,
     head,
     body: rendered.body,
+    text: rendered.body.length <= SINGLE_WRITE_MAX ? rendered.body.toString('latin1') : null,
     upstreamRequestId: rendered.headers['x-upstream-request-id'],
   };
   if (!rendered.provisional) {
@@ -318,27 +310,4 @@ function prepare(deps: PipelineDeps, entry: CacheEntry, acceptEncoding: string |
     if (forEntry.size < 16) forEntry.set(key, p);
   }
   return p;
-}
-function match(url: string): { route: UpstreamRoute; params: Record<string, string> } | null {
-  const parts = url.split('/');
-  for (const { route, segments } of HIT_ROUTES) {
-    if (segments.length !== parts.length) continue;
-    let params: Record<string, string> | null = {};
-    for (let i = 1; i < segments.length; i++) {
-      const want = segments[i]!;
-      const got = parts[i]!;
-      if (want.startsWith(':')) {
-        if (got === '') {
-          params = null;
-          break;
-        }
-        params[want.slice(1)] = got;
-      } else if (want !== got) {
-        params = null;
-        break;
-      }
-    }
-    if (params) return { route, params };
-  }
-  return null;
 }

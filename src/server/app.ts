@@ -7,7 +7,6 @@
 //
 // Must never: listen (main.ts and tests do), answer a bad input with a 500 or in Node's or
 // fastify's own format, or let a keep-alive socket hold close() up.
-import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import Fastify, {
   type FastifyBaseLogger,
@@ -20,6 +19,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/schema.ts';
 import { ApiError, sendError } from '../errors.ts';
 import { snakeCaseKeys } from '../json-case.ts';
+import { nextRequestId } from '../ops/request-id.ts';
 import { STORE_RETRY_AFTER } from '../pipeline/refusals.ts';
 import { describeCause } from '../pipeline/respond.ts';
 import { StoreUnavailableError } from '../store/store.ts';
@@ -83,7 +83,7 @@ export function createApp(o: AppOptions): GatewayApp {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,
-    genReqId: () => randomUUID(),
+    genReqId: nextRequestId,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // A slow sender cannot hold a connection: headers and the whole request have deadlines.

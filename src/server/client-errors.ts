@@ -5,10 +5,10 @@
 //
 // Must never: throw, write to a socket that can no longer be written to, or keep a connection
 // open after refusing on it (the parser's state is unknown).
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { errorEnvelope } from '../errors.ts';
+import { nextRequestId } from '../ops/request-id.ts';
 
 /**
  * Node's low-level client errors (fastify's clientErrorHandler): 431 for headers too large, 408
@@ -63,7 +63,7 @@ const REASONS: Record<number, string> = {
 
 /** A refusal written on the raw socket (no request object to answer through), then closed. */
 function rawRefusal(socket: Socket, status: number, field: string, code: string, message: string): void {
-  const requestId = randomUUID();
+  const requestId = nextRequestId();
   const body = JSON.stringify(
     errorEnvelope('validation_failed', requestId, { fields: [{ field, code, message }] }, message),
   );

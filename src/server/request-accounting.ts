@@ -12,9 +12,9 @@ import { envelopeCode } from '../errors.ts';
 import type { SavingsRecord } from '../finance/savings-record.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
 import { UNKNOWN_APP } from '../metrics/metric-catalogue.ts';
-import { requestLogLine } from '../ops/request-log.ts';
+import { requestLogLine, writeRequestLog } from '../ops/request-log.ts';
 import type { RequestContext } from '../pipeline/context.ts';
-import { UPSTREAM_ROUTES } from '../route-table.ts';
+import { routeOfPattern } from '../route-match.ts';
 
 export interface AccountingOptions {
   metrics: GatewayMetrics;
@@ -25,7 +25,6 @@ export interface AccountingOptions {
 
 export function registerAccounting(app: FastifyInstance, o: AccountingOptions): void {
   const { metrics, savings, access } = o;
-  const routeByUrl = new Map(UPSTREAM_ROUTES.map((r) => [`${r.method} ${r.url}`, r.name]));
   app.addHook('onSend', async (request, reply, payload) => {
     // An upstream error passed through unchanged: its code for the log line and metrics.
     const ctx = request.ctx;
@@ -46,8 +45,8 @@ export function registerAccounting(app: FastifyInstance, o: AccountingOptions): 
     // Served requests per app and day, and how many without paying (kept on record: statements).
     if (ctx?.app && reply.statusCode < 400) savings.served(ctx.app.name, (ctx.chargedMinor ?? 0) > 0);
     const line = requestLogLine(request, reply);
-    access.info({ reqId: request.id, ...line }, 'request');
-    const route = ctx?.route.name ?? routeByUrl.get(`${request.method} ${request.routeOptions.url}`);
+    writeRequestLog(access, request.id, line);
+    const route = ctx?.route.name ?? routeOfPattern(request.method, request.routeOptions.url);
     if (route === undefined && !request.url.startsWith('/v1/')) return;
     const appName = ctx?.app?.name ? metrics.app(ctx.app.name) : UNKNOWN_APP;
     metrics.request({

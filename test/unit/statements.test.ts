@@ -186,4 +186,42 @@ describe('SavingsRecord', () => {
     );
     expect(record.pendingKeys).toBe(0);
   });
+
+  it('counts served requests under the day they were served on, across a day and a month boundary', async () => {
+    // 20:59 UTC on 30 November is 23:59 in Moscow; two minutes later it is 1 December there.
+    const clock = new ManualClock(Date.UTC(2026, 10, 30, 20, 59));
+    const writes: Array<[string, number]> = [];
+    const record = new SavingsRecord({
+      store: {
+        addSpend: async (keys, n) => {
+          writes.push([keys[0]!, n]);
+        },
+        setIfAbsent: async (key) => {
+          writes.push([key, 1]);
+          return true;
+        },
+      },
+      clock,
+      timeZone: () => 'Europe/Moscow',
+      logger: { warn: () => {} },
+    });
+    record.served('crm', false);
+    record.served('crm', false);
+    clock.advance(120_000);
+    record.served('crm', true);
+    record.served('erp', false);
+    await record.close();
+    expect(new Map(writes)).toEqual(
+      new Map([
+        [servedKey('crm', '2026-11-30'), 2],
+        [unpaidKey('crm', '2026-11-30'), 2],
+        ['statement-app:2026-11:crm', 1],
+        [servedKey('crm', '2026-12-01'), 1],
+        ['statement-app:2026-12:crm', 1],
+        [servedKey('erp', '2026-12-01'), 1],
+        [unpaidKey('erp', '2026-12-01'), 1],
+        ['statement-app:2026-12:erp', 1],
+      ]),
+    );
+  });
 });
