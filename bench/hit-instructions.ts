@@ -1,15 +1,18 @@
 // What one cache HIT costs in instructions, counted by valgrind's callgrind: unlike req/s, CPU
-// time or a sampling profile, the count does not move with what else runs on the machine, so
-// builds can be compared on a shared, loaded one. Each server (the gateway of each build given,
+// time or a sampling profile, a count is not made of time the machine's other work took. Each server (the gateway of each build given,
 // memory store, and the node:http ceiling answering the first build's captured bytes, as
 // bench/cache-hits.ts does) runs under callgrind with instrumentation off while it starts; then
 // for each in turn: instrumentation on, `--warm` requests (4 keep-alive connections from this
 // process), the counters zeroed, `--requests` requests, a dump. Instructions per request of the
 // main thread (JavaScript, Node and V8 on the request's path, the scavenges it causes) and of all
 // threads (plus background compilation and concurrent marking, which run ~50x slower under
-// valgrind relative to the requests, so their share here is inflated). The machine's load does
-// not move a count; how far V8's background compiles got during the warm-up does (a main-thread
-// count moved by up to 10 % between runs of one build): warm up long and compare within a run.
+// valgrind relative to the requests, so their share here is inflated). A process's own timers
+// (memo renewals, flushes, metrics) run by wall time, and a request under valgrind takes ~50x
+// longer, so the wall time of the counted requests (which the machine's load stretches) would
+// add timer work to each: each server is first counted 10 s idle, and that rate times the
+// counted requests' wall time is taken off. Counts still move between runs (one build read
+// 119-146k per HIT in four runs, with when background compiles and GC ran): it shows a gap of
+// 20-50 % to the bare server, it does not rank builds 10 % apart.
 //   node bin/run-ts.js bench/hit-instructions.ts [--target bank|identity|gzip|br] [--warm 6000]
 //        [--requests 5000] [--build DIR]...   (default build: this checkout; each DIR a checkout
 //        with dist/ built and node_modules, e.g. `git worktree add /tmp/before <rev>`)
@@ -22,6 +25,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, get } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { type Child, ensureBuilt, startCpgw, stopCpgw } from './cpgw-process.ts';
@@ -46,6 +50,8 @@ if (!chosen) throw new Error('usage: --target bank|identity|gzip|br');
 const target = chosen;
 const WARM = Number(values.warm);
 const REQUESTS = Number(values.requests);
+/** How long each server is counted idle, for the rate of its own timers' work. */
+const IDLE_MS = 10_000;
 const builds = (values.build?.length ? values.build : ['.']).map((b) => resolve(b));
 ensureBuilt();
 
@@ -85,9 +91,9 @@ function load(url: string, headers: Record<string, string>, count: number): Prom
   });
 }
 
-/** Instructions per request in the dump callgrind wrote for `pid` (thread 1 is the main thread). */
-function perRequest(name: string, pid: number): { main: number; all: number } {
-  const files = readdirSync(join(dir, name)).filter((f) => f.startsWith(`cg.${pid}.1-`));
+/** Instructions in dump number `dump` callgrind wrote for `pid` (thread 1 is the main thread). */
+function counted(name: string, pid: number, dump: number): { main: number; all: number } {
+  const files = readdirSync(join(dir, name)).filter((f) => f.startsWith(`cg.${pid}.${dump}-`));
   let main = 0;
   let all = 0;
   for (const f of files) {
@@ -96,12 +102,21 @@ function perRequest(name: string, pid: number): { main: number; all: number } {
     all += n;
     if (f.endsWith('-01')) main = n;
   }
-  return { main: Math.round(main / REQUESTS), all: Math.round(all / REQUESTS) };
+  return { main, all };
 }
+
+const control = (command: string, pid: number) =>
+  execFileSync('callgrind_control', [command, String(pid)], { stdio: 'ignore' });
 
 const loadAtStart = loadavg()[0]!;
 const children: Child[] = [];
-const rows: Array<{ server: string; main_per_request: number; all_threads_per_request: number }> = [];
+const rows: Array<{
+  server: string;
+  main_per_request: number;
+  all_threads_per_request: number;
+  idle_main_per_s: number;
+  measured_ms: number;
+}> = [];
 try {
   const emu = await startCpgw(
     ['emulator', '--port', '0', '--api-key', 'bench-upstream-key;name=bench', '--key-limit', '60'],
@@ -150,16 +165,37 @@ try {
   servers.push({ name: 'node:http ceiling', url: ceiling.url, pid: ceiling.child.process.pid! });
   for (const [i, s] of servers.entries()) {
     const name = i < builds.length ? `gateway-${i}` : 'ceiling';
-    execFileSync('callgrind_control', ['--instr=on', String(s.pid)], { stdio: 'ignore' });
+    control('--instr=on', s.pid);
     await load(s.url, headers, WARM);
-    execFileSync('callgrind_control', ['--zero', String(s.pid)], { stdio: 'ignore' });
+    // The process's own timers (memo renewals, flushes, metrics) run by wall time, and under
+    // valgrind a request takes ~50x longer: count them alone first, then take their rate off.
+    control('--zero', s.pid);
+    const idleFrom = performance.now();
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    control('--dump', s.pid);
+    const idleMs = performance.now() - idleFrom;
+    control('--zero', s.pid);
+    const from = performance.now();
     const seen = await load(s.url, headers, REQUESTS);
-    execFileSync('callgrind_control', ['--dump', String(s.pid)], { stdio: 'ignore' });
+    control('--dump', s.pid);
+    const busyMs = performance.now() - from;
     if (i < builds.length && seen['200 HIT'] !== REQUESTS)
       throw new Error(`${s.name}: not every measured answer was a HIT: ${JSON.stringify(seen)}`);
     await new Promise((r) => setTimeout(r, 300));
-    const counts = perRequest(name, s.pid);
-    rows.push({ server: s.name, main_per_request: counts.main, all_threads_per_request: counts.all });
+    const idle = counted(name, s.pid, 1);
+    const busy = counted(name, s.pid, 2);
+    const share = busyMs / idleMs;
+    const counts = {
+      main: Math.round((busy.main - idle.main * share) / REQUESTS),
+      all: Math.round((busy.all - idle.all * share) / REQUESTS),
+    };
+    rows.push({
+      server: s.name,
+      main_per_request: counts.main,
+      all_threads_per_request: counts.all,
+      idle_main_per_s: Math.round((idle.main * 1000) / idleMs),
+      measured_ms: Math.round(busyMs),
+    });
     console.log(
       `${s.name}: ${counts.main} instructions per request (main thread), ${counts.all} (all threads)`,
     );
