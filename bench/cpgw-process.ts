@@ -38,6 +38,8 @@ export function startCpgw(
   ready: RegExp,
   entry = 'bin/cpgw.js',
   launcher: string[] = [],
+  /** How long the process may take to print `ready` (valgrind's launchers need minutes). */
+  startTimeoutMs = 20_000,
 ): Promise<{ child: Child; match: RegExpExecArray }> {
   if (entry === 'bin/cpgw.js') ensureBuilt();
   // Each gateway its own money file (store.stateDir; one process owns a state directory), removed
@@ -64,7 +66,10 @@ export function startCpgw(
   const child: Child = { process: proc, tail: () => out };
   return new Promise((resolve, reject) => {
     let started = false;
-    const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 20_000);
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL'); // a process that never said it was ready must not outlive the bench
+      reject(new Error(`no start: ${out}`));
+    }, startTimeoutMs);
     const on = (chunk: Buffer) => {
       out = (out + chunk.toString()).slice(-8192); // keep draining the pipe; keep only a tail
       const match = started ? null : ready.exec(out);

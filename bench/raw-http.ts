@@ -148,6 +148,7 @@ export async function startCeiling(
   answers: CeilingAnswer[],
   launcher: string[] = [],
   env: Record<string, string> = {},
+  startTimeoutMs = 20_000,
 ): Promise<{ child: Child; url: string }> {
   const keepAlive = answers.map((a) => headerOf(a.answer, 'keep-alive')).find((v) => v !== undefined) ?? '';
   const file = join(dir, 'ceiling-answers.json');
@@ -171,6 +172,7 @@ export async function startCeiling(
     /listening on (http:\/\/127\.0\.0\.1:\d+)/,
     'bench/node-ceiling-server.js',
     launcher,
+    startTimeoutMs,
   );
   return { child: started.child, url: started.match[1]! };
 }
