@@ -14,6 +14,7 @@ import { publicBase } from '../../checks/gateway-urls.ts';
 import type { GatewayConfig } from '../../config/schema.ts';
 import { gatewayOpenApi } from '../../openapi/gateway-openapi.ts';
 import { endWithError, passTraceHeaders } from '../../ops/tracing.ts';
+import type { NotSent } from '../../upstream/governed-upstream.ts';
 import { UpstreamFailure } from '../../upstream/upstream-client.ts';
 import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
@@ -64,10 +65,7 @@ export const upstreamCall: StageFactory<UpstreamCallDeps> =
         unspent: (r) => unspentBy(ctx.route.name, r),
       });
       if (!res.sent) {
-        spans.notSent(
-          res.why === 'unmet' ? res.condition : null,
-          res.why === 'refused' ? res.denial.reason : '',
-        );
+        spans.notSent(res);
         // Not a fault: another replica leads the call, its charge entry was refused, or its
         // windows were not the store's.
         if (res.why === 'unmet') return unsent(res.condition);
@@ -130,12 +128,12 @@ class AttemptSpans {
   }
 
   /** Not sent: a send condition said no (not a fault), or the rate queue refused it. */
-  notSent(condition: string | null, refusedWhy: string): void {
-    if (condition === null) {
-      endWithError(this.queue, `rate_limited:${refusedWhy}`);
+  notSent(res: NotSent<string>): void {
+    if (res.why === 'refused') {
+      endWithError(this.queue, `rate_limited:${res.denial.reason}`);
       return;
     }
-    this.queue?.setAttribute('cpgw.outcome', condition);
+    this.queue?.setAttribute('cpgw.outcome', res.condition);
     this.queue?.end();
   }
 
