@@ -20,6 +20,29 @@ const db: TestDatabase | null = await createTestDatabase('contract');
 const maybe = db ? describe : describe.skip;
 let admin: pg.Pool | null = null;
 
+/** A dossier read's pending entry of app crm, held on `counters` (the tests' shapes differ only there). */
+function pendingEntry(key: string, estimateMinor: number, counters: string[]): PendingCharge {
+  return {
+    key,
+    requestId: `req-${key}`,
+    app: 'crm',
+    operation: 'company',
+    kind: 'dossier',
+    inn: '7707083893',
+    estimateMinor,
+    at: Date.now(),
+    method: 'GET',
+    target: '/v1/company/7707083893',
+    body: null,
+    opens: 'dossier',
+    counters,
+    counterTtlMs: 60_000,
+    owner: 'replica',
+    leaseUntil: Date.now() + 10_000,
+    reconcileAttempts: 0,
+  };
+}
+
 function split(url: string, poolMax = 10): SplitStore {
   const money = new PostgresMoney({ url, poolMax, sweepMs: 0 });
   return new SplitStore(new MemoryStore({ clock: systemClock, cacheMaxBytes: 10 * 1024 * 1024 }), money);
@@ -77,25 +100,8 @@ maybe('PostgreSQL money', () => {
       { key: DAY, limitMinor: cap, ttlMs: 60_000 },
       { key: 'global:day:2026-01-15', limitMinor: null, ttlMs: 60_000 },
     ];
-    const pending = (key: string, estimateMinor: number): PendingCharge => ({
-      key,
-      requestId: `req-${key}`,
-      app: 'crm',
-      operation: 'company',
-      kind: 'dossier',
-      inn: '7707083893',
-      estimateMinor,
-      at: Date.now(),
-      method: 'GET',
-      target: '/v1/company/7707083893',
-      body: null,
-      opens: 'dossier',
-      counters: [DAY, 'global:day:2026-01-15'],
-      counterTtlMs: 60_000,
-      owner: 'replica',
-      leaseUntil: Date.now() + 10_000,
-      reconcileAttempts: 0,
-    });
+    const pending = (key: string, estimateMinor: number): PendingCharge =>
+      pendingEntry(key, estimateMinor, [DAY, 'global:day:2026-01-15']);
 
     it('60 openCharge racing one cap across both: exactly the cap is held, never more', async () => {
       await emptyMoney();
@@ -329,25 +335,8 @@ maybe('PostgreSQL money', () => {
       const counters: BudgetCounterSpec[] = [
         { key: 'app:crm:day:2026-01-16', limitMinor: 99_000, ttlMs: 60_000 },
       ];
-      const entry = (key: string, estimateMinor: number, keys: string[]): PendingCharge => ({
-        key,
-        requestId: `req-${key}`,
-        app: 'crm',
-        operation: 'company',
-        kind: 'dossier',
-        inn: '7707083893',
-        estimateMinor,
-        at: Date.now(),
-        method: 'GET',
-        target: '/v1/company/7707083893',
-        body: null,
-        opens: 'dossier',
-        counters: keys,
-        counterTtlMs: 60_000,
-        owner: 'replica',
-        leaseUntil: Date.now() + 10_000,
-        reconcileAttempts: 0,
-      });
+      const entry = (key: string, estimateMinor: number, keys: string[]): PendingCharge =>
+        pendingEntry(key, estimateMinor, keys);
       try {
         await emptyMoney();
         // In a window: estimated 0, nothing held.
@@ -448,25 +437,12 @@ maybe('PostgreSQL money', () => {
         { key: 'app:crm:day:2026-01-17', limitMinor: 1_000, ttlMs: 60_000 },
         { key: 'global:day:2026-01-17', limitMinor: null, ttlMs: 60_000 },
       ];
-      const entry = (key: string, estimateMinor: number): PendingCharge => ({
-        key,
-        requestId: `req-${key}`,
-        app: 'crm',
-        operation: 'company',
-        kind: 'dossier',
-        inn: '7707083893',
-        estimateMinor,
-        at: Date.now(),
-        method: 'GET',
-        target: '/v1/company/7707083893',
-        body: null,
-        opens: 'dossier',
-        counters: specs.map((c) => c.key),
-        counterTtlMs: 60_000,
-        owner: 'replica',
-        leaseUntil: Date.now() + 10_000,
-        reconcileAttempts: 0,
-      });
+      const entry = (key: string, estimateMinor: number): PendingCharge =>
+        pendingEntry(
+          key,
+          estimateMinor,
+          specs.map((c) => c.key),
+        );
       try {
         await store.addSpend([specs[0]!.key, specs[1]!.key], 100, 60_000);
         // A paid call's open holds both counters locked until it commits.
