@@ -32,10 +32,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { cacheHitsSvg } from './chart.ts';
 import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
 import { type NginxCache, startNginxCache } from './nginx-cache.ts';
+import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { captureSteady, differences, type RawAnswer, rawGet, startCeiling } from './raw-http.ts';
 import { runWrk, wrkAvailable } from './wrk-load.ts';
 
@@ -467,12 +467,7 @@ try {
     /http:\/\/127\.0\.0\.1:\d+/,
   );
   children.push(twin.child);
-  const token = newToken();
-  const configFile = join(dir, 'gateway.yaml');
-  await writeFile(
-    configFile,
-    `log:\n  level: warn\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
-  );
+  const { configFile, token } = await writeBenchGatewayConfig({ dir });
   const gatewayEnv = {
     CPGW_CONFIG: configFile,
     CPGW_PORT: '0',

@@ -27,8 +27,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { type Child, ensureBuilt, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { captureSteady, startCeiling } from './raw-http.ts';
 
 const { values } = parseArgs({
@@ -124,12 +124,7 @@ try {
     /http:\/\/127\.0\.0\.1:\d+/,
   );
   children.push(emu.child);
-  const token = newToken();
-  const configFile = join(dir, 'gateway.yaml');
-  await writeFile(
-    configFile,
-    `log:\n  level: warn\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
-  );
+  const { configFile, token } = await writeBenchGatewayConfig({ dir });
   const headers = { authorization: `Bearer ${token}`, 'accept-encoding': target.acceptEncoding };
   const servers: Array<{ name: string; url: string; pid: number }> = [];
   for (const [i, root] of builds.entries()) {

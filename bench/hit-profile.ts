@@ -21,9 +21,9 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { newToken, tokenHash } from '../src/auth/tokens.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { captureSteady, differences, rawGet, startCeiling } from './raw-http.ts';
 import { runWrk, type WrkRun } from './wrk-load.ts';
 
@@ -145,12 +145,7 @@ try {
     /http:\/\/127\.0\.0\.1:\d+/,
   );
   children.push(emu.child);
-  const token = newToken();
-  const configFile = join(dir, 'gateway.yaml');
-  await writeFile(
-    configFile,
-    `log:\n  level: warn\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
-  );
+  const { configFile, token } = await writeBenchGatewayConfig({ dir });
   const env: Record<string, string> = {
     CPGW_CONFIG: configFile,
     CPGW_PORT: '0',

@@ -33,22 +33,35 @@ export async function startLiftedEmulator(
 }
 
 /**
- * A gateway config with one app (`bench`) and the token that app uses (`token`, or a new one);
+ * A gateway config with one app (`bench`, scopes read:companies and read:checks, log level warn)
+ * and the token that app uses (`token`, or a new one), in `dir` (or a new temporary directory);
  * `extra`: more top-level YAML (e.g. `store:\n  stateDir: null\n`).
  */
-export async function writeLiftedGatewayConfig(
-  options: { token?: string; extra?: string } = {},
+export async function writeBenchGatewayConfig(
+  options: { token?: string; extra?: string; dir?: string } = {},
 ): Promise<{ configFile: string; token: string }> {
   const token = options.token ?? newToken();
-  const dir = await mkdtemp(join(tmpdir(), 'cpgw-bench-'));
+  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'cpgw-bench-')));
   const configFile = join(dir, 'gateway.yaml');
   await writeFile(
     configFile,
-    // The emulator's limits are lifted, so the gateway's must be too (a ceiling over what the
-    // upstream reports), or the bench would measure the rate queue instead of the gateway.
-    `log:\n  level: warn\nlimits:\n  key: { limit: 1000000, burst: 1000000 }\n  suggest: { limit: 1000000, burst: 1000000 }\napps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n${options.extra ?? ''}`,
+    `log:\n  level: warn\n${options.extra ?? ''}apps:\n  - name: bench\n    tokenHash: "${tokenHash(token)}"\n    scopes: [read:companies, read:checks]\n`,
   );
   return { configFile, token };
+}
+
+/**
+ * writeBenchGatewayConfig with the gateway's own limits lifted: the emulator's are, so the
+ * gateway's must be too (a ceiling over what the upstream reports), or the bench would measure
+ * the rate queue instead of the gateway.
+ */
+export function writeLiftedGatewayConfig(
+  options: { token?: string; extra?: string } = {},
+): Promise<{ configFile: string; token: string }> {
+  return writeBenchGatewayConfig({
+    ...options,
+    extra: `limits:\n  key: { limit: 1000000, burst: 1000000 }\n  suggest: { limit: 1000000, burst: 1000000 }\n${options.extra ?? ''}`,
+  });
 }
 
 /**
