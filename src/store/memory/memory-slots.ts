@@ -13,11 +13,28 @@ interface Slot {
   at: number;
 }
 
-/** One class's slots, oldest first, with their ids for O(1) membership. */
+/**
+ * One class's slots, oldest first, with their ids for O(1) membership. The live slots are
+ * `slots[head..]`: a slot leaving the window moves `head` on instead of shifting the array (a
+ * class with a high limit holds tens of thousands of slots, and every take drops the oldest).
+ */
 interface SlotLog {
   slots: Slot[];
+  head: number;
   ids: Set<string>;
 }
+
+/** The live slots of a log (a copy only when slots before head are still held). */
+function live(log: SlotLog): Slot[] {
+  if (log.head > 0) {
+    log.slots = log.slots.slice(log.head);
+    log.head = 0;
+  }
+  return log.slots;
+}
+
+/** How many slots of a log are in its window (after prune). */
+const count = (log: SlotLog): number => log.slots.length - log.head;
 
 export class MemorySlots implements LocalSlotLog {
   private readonly logs = new Map<string, SlotLog>();
@@ -30,9 +47,10 @@ export class MemorySlots implements LocalSlotLog {
     const now = this.clock.now();
     let refusal: { name: string; retryAfterMs: number } | null = null;
     for (const spec of specs) {
-      const { slots, ids } = this.prune(spec, now);
+      const log = this.prune(spec, now);
+      const { slots, ids } = log;
       let wait = this.pausedFor(spec.name, now);
-      if (slots.length >= spec.limit && !ids.has(id)) {
+      if (count(log) >= spec.limit && !ids.has(id)) {
         // A slot frees when the entry that brings `used` below `limit` leaves the window.
         const freeing = slots[slots.length - spec.limit];
         wait = Math.max(wait, freeing ? freeing.at + spec.windowMs - now : spec.windowMs);
@@ -45,15 +63,16 @@ export class MemorySlots implements LocalSlotLog {
     for (const spec of specs) {
       let log = this.logs.get(spec.name);
       if (!log) {
-        log = { slots: [], ids: new Set() };
+        log = { slots: [], head: 0, ids: new Set() };
         this.logs.set(spec.name, log);
       }
-      if (log.ids.has(id)) log.slots = log.slots.filter((s) => s.id !== id);
+      if (log.ids.has(id)) log.slots = live(log).filter((s) => s.id !== id);
       log.ids.add(id);
       // Keep time order even if the clock was set back.
       let at = log.slots.length;
-      while (at > 0 && log.slots[at - 1]!.at > now) at--;
-      log.slots.splice(at, 0, { id, at: now });
+      while (at > log.head && log.slots[at - 1]!.at > now) at--;
+      if (at === log.slots.length) log.slots.push({ id, at: now });
+      else log.slots.splice(at, 0, { id, at: now });
       this.windows.set(spec.name, spec.windowMs);
     }
     return { ok: true };
@@ -63,7 +82,7 @@ export class MemorySlots implements LocalSlotLog {
     for (const name of classNames) {
       const log = this.logs.get(name);
       if (!log?.ids.delete(id)) continue;
-      log.slots = log.slots.filter((s) => s.id !== id);
+      log.slots = live(log).filter((s) => s.id !== id);
     }
   }
 
@@ -76,7 +95,7 @@ export class MemorySlots implements LocalSlotLog {
     const now = this.clock.now();
     return classes.map((spec) => ({
       name: spec.name,
-      used: this.prune(spec, now).slots.length,
+      used: count(this.prune(spec, now)),
       pausedForMs: this.pausedFor(spec.name, now),
     }));
   }
@@ -84,7 +103,7 @@ export class MemorySlots implements LocalSlotLog {
   sweep(): void {
     const now = this.clock.now();
     for (const [name, windowMs] of this.windows) {
-      if (this.prune({ name, limit: 0, windowMs }, now).slots.length === 0) {
+      if (count(this.prune({ name, limit: 0, windowMs }, now)) === 0) {
         this.logs.delete(name);
         this.windows.delete(name);
       }
@@ -95,11 +114,14 @@ export class MemorySlots implements LocalSlotLog {
   /** Drops slots taken at or before now - windowMs; returns what is left. */
   private prune(spec: LimitClassSpec, now: number): SlotLog {
     const log = this.logs.get(spec.name);
-    if (!log) return { slots: [], ids: new Set() };
+    if (!log) return { slots: [], head: 0, ids: new Set() };
     const cutoff = now - spec.windowMs;
-    let drop = 0;
-    while (drop < log.slots.length && log.slots[drop]!.at <= cutoff) log.ids.delete(log.slots[drop++]!.id);
-    if (drop > 0) log.slots.splice(0, drop);
+    const { slots } = log;
+    let head = log.head;
+    while (head < slots.length && slots[head]!.at <= cutoff) log.ids.delete(slots[head++]!.id);
+    log.head = head;
+    // The dropped slots are let go once they are half the array (amortized O(1) per slot).
+    if (head > 64 && head * 2 >= slots.length) live(log);
     return log;
   }
 
