@@ -445,9 +445,24 @@ try {
   // (60/min; the gateway follows the upstream's X-RateLimit-Limit, and its X-RateLimit-*
   // headroom work on every answer grows with that limit), the twin answers the direct reads
   // with limits high enough never to refuse one.
+  // Each gateway has its own upstream account (coverage windows are per account, as upstream):
+  // on a shared one the memory gateway's first dossier read opened the window for both, and the
+  // Redis gateway, answered "charged 0" without seeing a charge, never learned it and served its
+  // dossier HITs as reads outside a window (no X-Window-Expires, a saving counted per HIT).
   const emulatorArgs = ['emulator', '--port', '0', '--api-key', `${UPSTREAM_KEY};name=bench`];
+  const gatewayKeys = { memory: `${UPSTREAM_KEY}-memory`, redis: `${UPSTREAM_KEY}-redis` };
   const emu = await startCpgw(
-    [...emulatorArgs, '--key-limit', String(UPSTREAM_KEY_LIMIT)],
+    [
+      'emulator',
+      '--port',
+      '0',
+      '--api-key',
+      `${gatewayKeys.memory};name=memory;account=1`,
+      '--api-key',
+      `${gatewayKeys.redis};name=redis;account=2`,
+      '--key-limit',
+      String(UPSTREAM_KEY_LIMIT),
+    ],
     {},
     /http:\/\/127\.0\.0\.1:\d+/,
   );
@@ -472,11 +487,14 @@ try {
     CPGW_CONFIG: configFile,
     CPGW_PORT: '0',
     CPGW_UPSTREAM_URL: emuUrl,
-    CPGW_UPSTREAM_API_KEY: UPSTREAM_KEY,
   };
   const listening = /listening on (http:\/\/[^\s)]+)/;
   const servers: Server[] = [];
-  const memory = await startCpgw(['start'], gatewayEnv, listening);
+  const memory = await startCpgw(
+    ['start'],
+    { ...gatewayEnv, CPGW_UPSTREAM_API_KEY: gatewayKeys.memory },
+    listening,
+  );
   children.push(memory.child);
   servers.push({
     name: 'gateway, memory',
@@ -487,7 +505,12 @@ try {
   if (redis) {
     const shared = await startCpgw(
       ['start'],
-      { ...gatewayEnv, CPGW_REDIS_URL: REDIS_URL, CPGW_STORE_PREFIX: PREFIX },
+      {
+        ...gatewayEnv,
+        CPGW_UPSTREAM_API_KEY: gatewayKeys.redis,
+        CPGW_REDIS_URL: REDIS_URL,
+        CPGW_STORE_PREFIX: PREFIX,
+      },
       listening,
     );
     children.push(shared.child);
@@ -507,6 +530,9 @@ try {
       warmup[`${server.name} ${path}`] = { miss, hit };
       if (miss.status !== 200 || miss.xCache !== 'MISS' || hit.xCache !== 'HIT')
         throw new Error(`warm-up of ${path} on ${server.name}: ${JSON.stringify({ miss, hit })}`);
+      // Each gateway pays its own first dossier read (its own account), so it knows the window.
+      if (path.startsWith('/v1/companies/') && (miss.charged === null || miss.charged === '0'))
+        throw new Error(`warm-up: ${server.name}'s first dossier read was not charged (a shared account?)`);
     }
   }
   const direct: Server = {
