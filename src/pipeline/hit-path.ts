@@ -17,7 +17,7 @@
 //
 // Must never: answer what the full pipeline would answer differently (test/gateway/hit-path
 // parity test), reach the store or the upstream, wait for anything, or throw to the server.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -51,7 +51,24 @@ const URL_MEMO_MAX = 20_000;
 const byUrl = new Map<string, Parsed | null>();
 
 /** X-RateLimit-* as written, per memoized headroom value (the memo hands out the same object while it holds). */
-const rateHeaders = new WeakMap<object, string[]>();
+const rateHeaders = new WeakMap<object, { values: string[]; lines: string }>();
+
+function rateHeadersOf(headroom: object & Parameters<typeof rateLimitValues>[0]): {
+  values: string[];
+  lines: string;
+} {
+  let known = rateHeaders.get(headroom);
+  if (!known) {
+    const values = rateLimitValues(headroom);
+    known = { values, lines: linesOf(values) };
+    rateHeaders.set(headroom, known);
+  }
+  return known;
+}
+
+/** What a free read says it cost. */
+const FREE_CHARGE = ['x-charged-minor', '0', 'x-cost-estimate-minor', '0'];
+const FREE_CHARGE_LINES = 'x-charged-minor: 0\r\nx-cost-estimate-minor: 0\r\n';
 
 /** The last window expiry written, as ISO text (most HITs in a row are of the same company). */
 let lastExpiry = { at: Number.NaN, iso: '' };
@@ -81,6 +98,11 @@ interface Prepared {
    */
   text: string | null;
   upstreamRequestId: string | undefined;
+  /**
+   * The status line and `head` as header block lines (`name: value\r\n`), for the raw write
+   * (rawHead); null when a name or value holds a byte Node's writeHead would refuse.
+   */
+  block: string | null;
 }
 /**
  * Bodies up to this size are also kept as text (above): with the header block it stays within
@@ -209,19 +231,22 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
   // Committed: from here on this path answers.
   const p = prepare(deps, hit.entry, h.acceptEncoding);
   const requestId = nextRequestId();
-  const out = ['x-request-id', requestId, 'age', String(Math.floor(hit.ageMs / 1000))];
-  for (let i = 0; i < p.head.length; i++) out.push(p.head[i]!);
-  if (shape !== null) out.push('x-charged-minor', '0', 'x-cost-estimate-minor', '0');
-  if (windowExpires) out.push('x-window-expires', windowExpires);
-  if (headroom) {
-    let values = rateHeaders.get(headroom);
-    if (!values) {
-      values = rateLimitValues(headroom);
-      rateHeaders.set(headroom, values);
-    }
-    for (let i = 0; i < values.length; i++) out.push(values[i]!);
+  const age = String(Math.floor(hit.ageMs / 1000));
+  const rate = headroom ? rateHeadersOf(headroom) : null;
+  // The entry's headers, then the per-call ones.
+  if (p.block !== null && rawHeadFits(res)) {
+    let head = `${p.block}x-request-id: ${requestId}\r\nage: ${age}\r\n`;
+    if (shape !== null) head += FREE_CHARGE_LINES;
+    if (windowExpires) head += `x-window-expires: ${windowExpires}\r\n`;
+    if (rate) head += rate.lines;
+    writeRawHead(res as RawResponse, p.status, head);
+  } else {
+    const out = [...p.head, 'x-request-id', requestId, 'age', age];
+    if (shape !== null) out.push(...FREE_CHARGE);
+    if (windowExpires) out.push('x-window-expires', windowExpires);
+    if (rate) out.push(...rate.values);
+    res.writeHead(p.status, out);
   }
-  res.writeHead(p.status, out);
   if (p.text !== null) res.end(p.text, 'latin1');
   else res.end(p.body);
 
@@ -301,6 +326,7 @@ function prepare(deps: PipelineDeps, entry: CacheEntry, acceptEncoding: string |
     body: rendered.body,
     text: rendered.body.length <= SINGLE_WRITE_MAX ? rendered.body.toString('latin1') : null,
     upstreamRequestId: rendered.headers['x-upstream-request-id'],
+    block: headerBlock(rendered.status, head),
   };
   if (!rendered.provisional) {
     if (!forEntry) {
@@ -310,4 +336,99 @@ function prepare(deps: PipelineDeps, entry: CacheEntry, acceptEncoding: string |
     if (forEntry.size < 16) forEntry.set(key, p);
   }
   return p;
+}
+
+// The raw head. writeHead() validates every header name and value and builds the header block on
+// each call; a HIT's block is the entry's (validated once, in prepare) plus a few per-call lines
+// whose values are ours (an id, digits, an ISO time). rawHeadFits/writeRawHead hand Node that
+// block as it would have built it, with Date, Connection and Keep-Alive as _storeHeader writes
+// them (node:_http_outgoing, the same in Node 20, 22 and 24), and Node sends it with the body in
+// one write. Anything but the common case (keep-alive allowed and not at its last request, Date
+// on, no header set before, a status with a body), or a Node whose response object lacks those
+// fields, takes writeHead.
+
+/** The fields of Node's ServerResponse that the raw head reads or writes (node:_http_outgoing). */
+type RawResponse = ServerResponse & {
+  _header: string | null;
+  _headerSent: boolean;
+  _hasBody: boolean;
+  _removedConnection: boolean;
+  _defaultKeepAlive: boolean;
+  _keepAliveTimeout: number;
+  _maxRequestsPerSocket: number | undefined;
+  _expect_continue: boolean;
+  chunkedEncoding: boolean;
+  shouldKeepAlive: boolean;
+  maxRequestsOnConnectionReached: boolean;
+};
+
+/** A header name Node accepts (its checkIsHttpToken). */
+const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
+/** A byte Node refuses in a header value (its checkInvalidHeaderChar). */
+const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
+/** `name: value\r\n` lines of a flat [name, value, ...] list. */
+function linesOf(flat: readonly string[]): string {
+  let lines = '';
+  for (let i = 0; i < flat.length; i += 2) lines += `${flat[i]}: ${flat[i + 1]}\r\n`;
+  return lines;
+}
+
+/** The status line and header lines of an entry's answer, or null when writeHead must judge them. */
+function headerBlock(status: number, head: readonly string[]): string | null {
+  const message = STATUS_CODES[status];
+  if (message === undefined || status < 200 || status === 204 || status === 304) return null;
+  for (let i = 0; i < head.length; i += 2)
+    if (!TOKEN.test(head[i]!) || INVALID_VALUE.test(head[i + 1]!)) return null;
+  return `HTTP/1.1 ${status} ${message}\r\n${linesOf(head)}`;
+}
+
+/** True when Node would write this response's head as writeRawHead does (see above). */
+function rawHeadFits(res: ServerResponse): boolean {
+  const r = res as RawResponse;
+  return (
+    r._header === null &&
+    r._headerSent === false &&
+    r._hasBody === true &&
+    r._removedConnection === false &&
+    r.chunkedEncoding === false &&
+    r.shouldKeepAlive === true &&
+    r.maxRequestsOnConnectionReached !== true &&
+    r._expect_continue !== true &&
+    r.sendDate === true &&
+    typeof r._defaultKeepAlive === 'boolean' &&
+    typeof r._keepAliveTimeout === 'number'
+  );
+}
+
+/** The Date line, made once a second (as Node's utcDate). */
+let dateLine = { until: 0, line: '' };
+function dateLineNow(): string {
+  const now = Date.now();
+  if (now >= dateLine.until) {
+    dateLine = { until: now - (now % 1000) + 1000, line: `Date: ${new Date(now).toUTCString()}\r\n` };
+  }
+  return dateLine.line;
+}
+
+/** Connection and Keep-Alive as _storeHeader writes them for a keep-alive answer with a length. */
+let keepAlive = { timeout: Number.NaN, max: 0, lines: '' };
+function keepAliveLines(r: RawResponse): string {
+  const max = ~~(r._maxRequestsPerSocket ?? 0);
+  const timeout = r._defaultKeepAlive ? r._keepAliveTimeout : 0;
+  if (keepAlive.timeout !== timeout || keepAlive.max !== max) {
+    let lines = 'Connection: keep-alive\r\n';
+    if (timeout)
+      lines += `Keep-Alive: timeout=${Math.floor(timeout / 1000)}${max > 0 ? `, max=${max}` : ''}\r\n`;
+    keepAlive = { timeout, max, lines };
+  }
+  return keepAlive.lines;
+}
+
+/** Hands Node the whole head (block: status line and headers); end() then writes it with the body. */
+function writeRawHead(r: RawResponse, status: number, block: string): void {
+  r.statusCode = status;
+  r.statusMessage = STATUS_CODES[status]!;
+  r._header = `${block}${dateLineNow()}${keepAliveLines(r)}\r\n`;
+  r._headerSent = false;
 }

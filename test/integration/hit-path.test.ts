@@ -166,6 +166,101 @@ describe('the hit path answers as the full pipeline does', () => {
   });
 });
 
+describe('the head on the wire', () => {
+  const path = '/v1/banks/044525593';
+
+  /** Sends raw requests on one socket and reads each answer's head and body (by Content-Length). */
+  async function onOneSocket(requests: string[]): Promise<{ heads: string[]; closed: boolean }> {
+    const { connect } = await import('node:net');
+    const url = new URL(h.gateway.url);
+    const socket = connect(Number(url.port), url.hostname);
+    let buffered = Buffer.alloc(0);
+    let closed = false;
+    let wake: (() => void) | null = null;
+    socket.on('data', (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      wake?.();
+    });
+    socket.on('close', () => {
+      closed = true;
+      wake?.();
+    });
+    const heads: string[] = [];
+    for (const request of requests) {
+      socket.write(request);
+      for (;;) {
+        const end = buffered.indexOf('\r\n\r\n');
+        if (end >= 0) {
+          const head = buffered.subarray(0, end).toString('latin1');
+          const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]);
+          if (buffered.length >= end + 4 + length) {
+            heads.push(head);
+            buffered = buffered.subarray(end + 4 + length);
+            break;
+          }
+        }
+        if (closed) throw new Error(`closed before an answer to ${request.split('\r\n')[0]}`);
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+      }
+    }
+    // A socket the server keeps open stays open; one it closes is closed right after the answer.
+    await new Promise((r) => setTimeout(r, 50));
+    socket.destroy();
+    return { heads, closed };
+  }
+
+  /** A head's lines without the status line, as a name -> value map (names lower-cased). */
+  const fields = (head: string) =>
+    Object.fromEntries(
+      head
+        .split('\r\n')
+        .slice(1)
+        .map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 2)]),
+    );
+
+  it('a keep-alive HIT says Connection, Keep-Alive and Date as the full pipeline does, and the socket serves on', async () => {
+    await h.call('alpha', path);
+    const get = `GET ${path} HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${h.tokens.alpha}\r\n\r\n`;
+    h.advance(1_000); // the first read takes the full pipeline, the second the hit path
+    const before = storeReads;
+    const { heads, closed } = await onOneSocket([get, get, get]);
+    expect(storeReads - before).toBeGreaterThan(0);
+    expect(closed).toBe(false);
+    const [slow, fast, again] = heads.map(fields);
+    for (const f of [slow, fast, again]) {
+      expect(f!['x-cache']).toBe('HIT');
+      expect(f!.connection).toBe('keep-alive');
+      expect(f!.date).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
+      expect(Math.abs(Date.parse(f!.date!) - Date.now())).toBeLessThan(5_000);
+    }
+    expect(fast!['keep-alive']).toBe(slow!['keep-alive']);
+    expect(fast!['keep-alive']).toMatch(/^timeout=\d+$/);
+    expect(heads[1]!.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    const names = (f: Record<string, string>) => Object.keys(f).sort();
+    expect(names(fast!)).toEqual(names(slow!));
+    // Each header line once.
+    expect(heads[1]!.split('\r\n').length - 1).toBe(names(fast!).length);
+  });
+
+  it('Connection: close and HTTP/1.0 get Connection: close and the socket is closed after the HIT', async () => {
+    await h.call('alpha', path);
+    await h.call('alpha', path); // memos fresh: the hit path answers
+    const before = storeReads;
+    const close = await onOneSocket([
+      `GET ${path} HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nAuthorization: Bearer ${h.tokens.alpha}\r\n\r\n`,
+    ]);
+    const old = await onOneSocket([`GET ${path} HTTP/1.0\r\nAuthorization: Bearer ${h.tokens.alpha}\r\n\r\n`]);
+    expect(storeReads - before).toBe(0);
+    for (const { heads, closed } of [close, old]) {
+      expect(closed).toBe(true);
+      const f = fields(heads[0]!);
+      expect([f['x-cache'], f.connection, f['keep-alive']]).toEqual(['HIT', 'close', undefined]);
+    }
+  });
+});
+
 describe('what the hit path leaves to the full pipeline', () => {
   const [inn] = knownInns(1, 740);
   const path = `/v1/companies/${inn}`;
