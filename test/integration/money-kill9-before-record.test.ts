@@ -154,7 +154,9 @@ maybe('kill -9 after a paid answer, before its record', () => {
     // Another gateway on the same database: its reconciler resolves A's entry by replaying the key.
     const b = await start('b');
     const admin = async <T>(path: string): Promise<T> =>
-      (await (await fetch(`${b.url}${path}`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as T;
+      (await (
+        await fetch(`${b.url}${path}`, { headers: { authorization: `Bearer ${adminToken}` } })
+      ).json()) as T;
     const since = Date.now();
     let view!: AdminLedger;
     for (;;) {
