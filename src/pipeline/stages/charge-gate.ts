@@ -51,6 +51,9 @@ export const chargeGate: StageFactory<ChargeGateDeps> = (deps) => async (ctx, ne
   }
   ctx.windows = gate.windows;
   ctx.covered = !gate.charged;
+  // A miss that went on as closed while the cache stage's read lands learns what the request saw
+  // on arrival from that read (stages/cache.ts): a window found here is a saving only if it was not.
+  if (ctx.covered && ctx.windowCovered === undefined) await ctx.sendWhen.get('windows');
   if (ctx.covered && ctx.windowCovered === false)
     deps.metrics.saved(ctx, 'window', deps.metrics.directCost(ctx, false));
   if (!gate.charged) return next();
