@@ -146,7 +146,9 @@ function goOnAsClosed(ctx: RequestContext, reading: Promise<WindowsRead>): void 
       // What the request saw when it arrived, for the charge gate's savings (set on this pass only:
       // a start-over comes after this and forgets it).
       if (read.failed === undefined) ctx.windowCovered = read.covers;
-      return read.failed === undefined && !read.covers;
+      // Agrees when closed, or when the charge gate found the call covered itself (its own read,
+      // or this read landed in this replica's tracker before the gate looked).
+      return read.failed === undefined && (!read.covers || ctx.covered === true);
     }),
   );
 }
