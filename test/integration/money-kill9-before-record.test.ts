@@ -8,6 +8,8 @@
 // Proves: the app got its paid answer (charged the amount) before the record; after the kill the
 // charge is booked exactly once (gateway ledger = emulator ledger, count and amount, the entry
 // marked reconciled), nothing pending, nothing reserved, spend = what was charged.
+// A graceful stop (SIGTERM) right after such an answer waits for the record: it is applied by the
+// stopping gateway itself, not left to a reconciler.
 // On the old order (the answer after the record) the read never answers while the lock is held.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -176,5 +178,51 @@ maybe('kill -9 after a paid answer, before its record', () => {
     for (const row of [...budgets.budgets.alpha!, ...budgets.budgets['*global*']!])
       expect(row.reserved_minor).toBe(0);
     expect(budgets.budgets.alpha!.find((r) => r.period === 'month')!.spent_minor).toBe(PRICE);
+    await stopCpgw(b.child);
+  }, 60_000);
+
+  it('a graceful stop (SIGTERM) waits for a record still running after its answer', async () => {
+    const c = await start('c');
+    const [inn] = knownInns(1, 7850);
+    const holder = new pg.Client({ connectionString: db!.url });
+    await holder.connect();
+    let exited = false;
+    const exit = new Promise<void>((resolve) =>
+      c.child.process.once('exit', () => {
+        exited = true;
+        resolve();
+      }),
+    );
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE cpgw.claims IN EXCLUSIVE MODE');
+      const res = await fetch(`${c.url}/v1/companies/${inn}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-charged-minor')).toBe(String(PRICE));
+      await res.arrayBuffer();
+      c.child.process.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 700));
+      expect(exited, 'the gateway stopped before its record was applied').toBe(false);
+      await holder.query('COMMIT');
+    } finally {
+      await holder.end().catch(() => {});
+    }
+    await exit;
+    expect(c.child.process.exitCode).toBe(0);
+    const check = new pg.Client({ connectionString: db!.url });
+    await check.connect();
+    try {
+      const { rows } = await check.query(
+        "SELECT count(*)::int AS n, bool_or((record->>'reconciled')::boolean) AS reconciled FROM cpgw.ledger WHERE inn = $1",
+        [inn],
+      );
+      expect(rows[0]).toMatchObject({ n: 1, reconciled: null });
+      const { rows: pending } = await check.query('SELECT count(*)::int AS n FROM cpgw.pending_charges');
+      expect(pending[0].n).toBe(0);
+    } finally {
+      await check.end();
+    }
   }, 60_000);
 });
