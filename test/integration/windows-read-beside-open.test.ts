@@ -9,7 +9,8 @@
 // requisites entry cached) goes free (X-Charged-Minor 0, X-Cost-Estimate-Minor 0, no charge
 // upstream), holds nothing afterwards, and is not refused by a day cap the dossier used up
 // (the hold estimated on the wrong guess is given back and the read starts over: a 402 here
-// would be the guess, not the budget); a new company's dossier read is still charged once.
+// would be the guess, not the budget), nor refused prices_unknown when no requisites price is
+// known (the call is free: no price is needed).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knownInns } from '../emulator/emulator-harness.ts';
 import { FaultyStore } from '../helpers/faulty-store.ts';
@@ -54,5 +55,38 @@ describe('the windows read beside the charge open', () => {
     const me = (await (await fetch(`${second.url}/v1/me`, { headers: auth })).json()) as Me;
     const day = me.gateway.budgets.find((b) => b.scope === 'app' && b.period === 'day')!;
     expect(day).toMatchObject({ spent_minor: DOSSIER, reserved_minor: 0 });
+  });
+});
+
+describe('the windows read beside the charge open, prices unknown', () => {
+  let p: Harness;
+  let late: GatewayInstance;
+  beforeAll(async () => {
+    // /v1/me lists no prices for the whole test: the requisites price is never known.
+    p = await startHarness({
+      apps: [{ name: 'free' }, { name: 'capped', budgets: { day: { limitMinor: 10 * DOSSIER } } }],
+      emulator: { nullPricesSeconds: 3_600 },
+    });
+    late = await p.addGateway(new FaultyStore(p.gateway.store).delay('windows', 150));
+  });
+  afterAll(() => p.close());
+
+  it('a capped read inside a window its replica never saw is not refused prices_unknown', async () => {
+    const [inn] = knownInns(1, 7950);
+    // An uncapped app pays for the dossier (estimated 0 without a price): the window opens.
+    const dossier = await fetch(`${p.gateway.url}/v1/companies/${inn}`, {
+      headers: { authorization: `Bearer ${p.tokens.free}` },
+    });
+    expect(dossier.status).toBe(200);
+    expect(dossier.headers.get('x-charged-minor')).toBe(String(DOSSIER));
+    await dossier.arrayBuffer();
+
+    const requisites = await fetch(`${late.url}/v1/requisites/${inn}`, {
+      headers: { authorization: `Bearer ${p.tokens.capped}` },
+    });
+    const body = await requisites.text();
+    expect(requisites.status, body).toBe(200);
+    expect(requisites.headers.get('x-charged-minor')).toBe('0');
+    expect((await p.ledger()).entries.filter((e) => e.inn === inn)).toHaveLength(1);
   });
 });
