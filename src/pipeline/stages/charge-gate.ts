@@ -5,7 +5,8 @@
 // A paid call answered before its record (stages/record.ts, ctx.settling) gives the lock back
 // only once the record is applied (or queued in the outbox): the answer does not wait for it, a
 // read of the company on any replica does, and then goes covered. A shutdown waits for it too.
-// Must never: give the company's lock back before the window of the call it guards is recorded.
+// Must never: give the company's lock back before the record of the call it guards is applied or
+// queued in the outbox (as when the record stage awaited it).
 import { randomUUID } from 'node:crypto';
 import { ChargeWaitTimeout } from '../../cost/charge-gate.ts';
 import { endWithError } from '../../ops/tracing.ts';
