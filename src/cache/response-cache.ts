@@ -42,6 +42,11 @@ export interface CacheRequest {
   directives: RequestDirectives;
   /** A coverage window for this INN is open: an upstream read of this route would cost 0. */
   windowOpen?: boolean;
+  /**
+   * windowOpen still being read (the cache stage reads the windows while it looks up): awaited
+   * only when an entry is found (with none, the window changes nothing here).
+   */
+  windowOpenLater?: Promise<boolean>;
   /** The INN the answer is about when the route does not say (check results); else taken from the route or body. */
   inn?: string;
 }
@@ -129,12 +134,14 @@ export class ResponseCache {
       this.counters.count(req.route, d.onlyIfCached ? 'notCached' : 'misses');
       return d.onlyIfCached ? { action: 'not_cached' } : { action: 'fetch', reason: 'miss' };
     }
+    const windowOpen =
+      req.windowOpen === true || (req.windowOpenLater !== undefined && (await req.windowOpenLater));
     const ageMs = this.ageMs(entry);
     const decision = decide({
       ageMs,
       lifetimeMs: this.lifetime(entry.kind, req.app),
       directives: d,
-      windowOpen: req.windowOpen === true,
+      windowOpen,
       windowed: policy.windowed && entry.kind !== 'negative',
       windowRefreshAfterMs: this.config.windowRefreshAfterMs,
     });

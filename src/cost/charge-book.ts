@@ -9,7 +9,9 @@
 //   unknown  no answer (timeout, lost connection, a fault): the entry stays, counted against
 //            every budget, its lease ended, for the reconciler to resolve by replaying the key.
 // record and release go through the local outbox, so a store that fails right after the answer
-// loses nothing. A replica that dies mid-call leaves its entry with a lease that ends within
+// loses nothing. A record may run after the answer is written (stages/record.ts): the pending
+// entry, durable before the call, is then what finds the charge should the process die first,
+// and track() makes a graceful shutdown wait for it. A replica that dies mid-call leaves its entry with a lease that ends within
 // `leaseMs`; the reconciler on any live replica then resolves it.
 //
 // Must never: let a charged call start without its pending entry, or end a hold on a guess.
@@ -176,6 +178,16 @@ export class ChargeBook {
   releaseLater(charge: OpenCharge): void {
     this.end(charge);
     this.options.outbox.submitLater({ op: 'release', key: charge.pending.key });
+  }
+
+  /**
+   * Work a request leaves running after its answer is written (a paid call's record, then the
+   * company's lock given back): a graceful shutdown waits for it (ChargeOutbox.close), as for a
+   * record applied now. Until the record is applied, the pending entry written by open() is what
+   * finds the charge after a crash (its lease runs out, the reconciler replays the key).
+   */
+  track(work: Promise<unknown>): void {
+    this.options.outbox.track(work);
   }
 
   /**

@@ -16,6 +16,10 @@
 // still catch is another replica's charge for the company recorded and its lock released in
 // between; the call then goes out as charged while the upstream charges it nothing (its window is
 // open there): the estimate is held and released again, nothing is recorded twice or lost.
+// On a paid miss the caller's windows may be a guess of closed while its read is still on the way
+// (stages/cache.ts goOnAsClosed): the call is then sent only once that read agrees, so what the
+// gate skips is the same read, not a round trip earlier. The lock is given back by the caller
+// once the call's record is applied (stages/charge-gate.ts waits for ctx.settling).
 // Never lets a waiter make a second paid call for what an in-flight call will pay for.
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';

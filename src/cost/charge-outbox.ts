@@ -82,6 +82,20 @@ export class ChargeOutbox {
     void later.finally(() => this.applying.delete(later));
   }
 
+  /**
+   * Work that ends in money operations nobody awaits before an answer (a paid call's record made
+   * after its answer was written, and the company's lock given back after it): close() waits for
+   * it like for an operation being applied, so a graceful shutdown never cuts it off.
+   */
+  track(work: Promise<unknown>): void {
+    const tracked = work.then(
+      () => {},
+      () => {},
+    );
+    this.applying.add(tracked);
+    void tracked.finally(() => this.applying.delete(tracked));
+  }
+
   /** Replays the operations a previous process left in the state directory. */
   async loadSaved(): Promise<number> {
     const dir = this.options.stateDir;
@@ -115,8 +129,8 @@ export class ChargeOutbox {
   async close(graceMs: number): Promise<{ flushed: boolean; savedTo: string | null }> {
     // One flusher at a time: stop the background one first (it finishes its current step).
     this.stop.abort();
-    // One not awaited by its caller (a free call's release) may still be on its way, or not yet
-    // started (submitLater); a failed one is queued by then.
+    // One not awaited by its caller (a free call's release, a paid call's record after its answer)
+    // may still be on its way, or not yet started (submitLater); a failed one is queued by then.
     while (this.applying.size > 0) await Promise.allSettled([...this.applying]);
     await this.flushing;
     const deadline = this.options.clock.now() + graceMs;

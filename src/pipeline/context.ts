@@ -60,6 +60,12 @@ export interface RequestContext {
   covered?: boolean;
   /** budget: the charge opened for this call (estimate held, pending entry written). */
   charge?: OpenCharge;
+  /**
+   * record: a paid call answered before its record (stages/record.ts) sets the record running
+   * here; it resolves once the record is applied or queued in the outbox, and never rejects. The
+   * charge gate gives the company's lock back only after it.
+   */
+  settling?: Promise<void>;
   /** idempotency: the key sent upstream with a charged call. */
   idempotencyKey?: string;
   /** upstream: ms (clock) when the first attempt started. */

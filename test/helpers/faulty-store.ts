@@ -2,7 +2,7 @@
 // role, from 1; ping and close are not counted) throws StoreUnavailableError, either 'before' the
 // call reaches the wrapped store (nothing applied) or 'after' it completed (applied, but the reply
 // is lost, as when Redis dies between executing a script and answering). Run a scenario once to
-// learn its call count, then once per k and mode.
+// learn its call count, then once per k and mode. delay(method, ms) slows every call of a method.
 import {
   ComposedStore,
   ROLE_METHODS,
@@ -28,6 +28,7 @@ export class FaultyStore extends ComposedStore {
   private readonly perMethod = new Map<RoleMethod, number>();
   private readonly log: FaultRecord[] = [];
   private readonly trace: RoleMethod[] = [];
+  private readonly delays = new Map<RoleMethod, number>();
 
   constructor(private readonly inner: Store) {
     const self = { wrap: (_m: RoleMethod, _args: unknown[]): Promise<unknown> => Promise.resolve() };
@@ -51,6 +52,12 @@ export class FaultyStore extends ComposedStore {
   /** Makes the nth call (1-based, from construction or reset()) of `method` fail. */
   failOn(method: RoleMethod, nth: number, mode: FailMode): this {
     this.methodPlan.set(`${method}#${nth}`, mode);
+    return this;
+  }
+
+  /** Makes every call of `method` take `ms` longer (a slow store round trip), before it reaches the store. */
+  delay(method: RoleMethod, ms: number): this {
+    this.delays.set(method, ms);
     return this;
   }
 
@@ -94,6 +101,8 @@ export class FaultyStore extends ComposedStore {
     this.perMethod.set(method, m);
     const mode = this.plan.get(n) ?? this.methodPlan.get(`${method}#${m}`);
     const fn = (this.inner as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!;
+    const delayMs = this.delays.get(method);
+    if (delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (mode === 'before') {
       this.log.push({ call: n, method, mode });
       throw new StoreUnavailableError(`injected fault before call ${n} (${method})`);

@@ -184,3 +184,118 @@ function chargeOpened(): SendConditions {
   conditions.set('charge', Promise.resolve(true));
   return conditions;
 }
+
+describe('record stage: the record after the answer (issue 33)', () => {
+  /** A charged call over a memory store whose recordCharge waits until `letGo` is called. */
+  async function held(appKey?: string) {
+    const clock = new ManualClock();
+    const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
+    let letGo!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      letGo = resolve;
+    });
+    let recording = false;
+    const slowRecords = {
+      recordCharge: async (r: Parameters<MemoryStore['recordCharge']>[0]) => {
+        recording = true;
+        await gate;
+        return store.recordCharge(r);
+      },
+      releaseCharge: (key: string) => store.releaseCharge(key),
+    };
+    const budgets = new BudgetGuard({ store, clock, timeZone: 'Europe/Moscow', global: {}, apps: new Map() });
+    const outbox = new ChargeOutbox({ store: slowRecords, clock, stateDir: null });
+    const charges = new ChargeBook({
+      store,
+      budgets,
+      outbox,
+      clock,
+      replicaId: 'r1',
+      leaseMs: 10_000,
+      windowMs: 900_000,
+    });
+    const windows = new WindowTracker({ store, clock, windowMs: 900_000, safetyMarginMs: 30_000 });
+    const charged: number[] = [];
+    const deps = {
+      clock,
+      charges,
+      windows,
+      logger: createLogger('silent'),
+      metrics: { charge: (_app: string, _kind: string, n: number) => charged.push(n), saved: () => {} },
+      prices: { learn: () => {} },
+      random: seededRandom(1),
+    } as unknown as PipelineDeps;
+    const opened = await charges.open({
+      key: 'gw1r-slow',
+      requestId: 'req',
+      app: 'crm',
+      operation: 'company',
+      kind: 'dossier',
+      inn: INN,
+      estimateMinor: 9900,
+      method: 'GET',
+      target: `/v1/companies/${INN}`,
+      body: null,
+      opens: 'dossier',
+    });
+    if (!opened.ok) throw new Error('refused');
+    const ctx = {
+      route: { name: 'company' },
+      app: { name: 'crm' },
+      call: { idempotencyKey: appKey },
+      shape: { kind: 'dossier', inn: INN, covered: 'dossier', opens: 'dossier' },
+      charge: opened.charge,
+      sendWhen: chargeOpened(),
+      startedAt: clock.now(),
+      idempotencyKey: 'gw1r-slow',
+      deadline: clock.now() + 60_000,
+      timeoutMs: 10_000,
+    } as unknown as RequestContext;
+    const out = compose([record(deps), async () => answer(200, { 'x-charged-minor': '9900' })])(ctx);
+    const counter = async () => (await store.readCounters(budgets.counterSpecs('crm').map((s) => s.key)))[0]!;
+    return { out, ctx, store, outbox, letGo, counter, charged, recording: () => recording };
+  }
+
+  it('answers charged before the record; the hold stays until it; a shutdown waits for it', async () => {
+    const t = await held();
+    const out = (await t.out) as Answer;
+    expect(t.recording()).toBe(true);
+    expect(out.chargedMinor).toBe(9900);
+    expect(out.headers['x-charged-minor']).toBe('9900');
+    expect(Date.parse(out.windowExpires!)).toBeGreaterThan(0);
+    expect(t.ctx.settling).toBeInstanceOf(Promise);
+    expect(await t.store.readLedger(0, 2 ** 52)).toEqual([]);
+    expect(await t.counter()).toMatchObject({ spentMinor: 0, reservedMinor: 9900 });
+    expect(t.charged).toEqual([]);
+
+    let closed = false;
+    const closing = t.outbox.close(1_000).then(() => {
+      closed = true;
+    });
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(closed, 'the shutdown did not wait for the record').toBe(false);
+    t.letGo();
+    await closing;
+    await t.ctx.settling;
+    expect(await t.store.readLedger(0, 2 ** 52)).toHaveLength(1);
+    expect(await t.counter()).toMatchObject({ spentMinor: 9900, reservedMinor: 0 });
+    expect(t.charged).toEqual([9900]);
+    expect(await t.store.pendingCharges()).toEqual([]);
+  });
+
+  it("a call with the app's Idempotency-Key is answered only once its record is applied", async () => {
+    const t = await held('app-key-1');
+    let answered = false;
+    void t.out.then(() => {
+      answered = true;
+    });
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(t.recording()).toBe(true);
+    expect(answered).toBe(false);
+    t.letGo();
+    const out = (await t.out) as Answer;
+    expect(out.chargedMinor).toBe(9900);
+    expect(t.ctx.settling).toBeUndefined();
+    expect(await t.store.readLedger(0, 2 ** 52)).toHaveLength(1);
+  });
+});

@@ -11,7 +11,7 @@ import { estimateMinor } from '../../cost/estimate.ts';
 import { ApiError } from '../../errors.ts';
 import { endWithError } from '../../ops/tracing.ts';
 import type { PipelineDeps } from '../deps.ts';
-import { isUnsent, type Outcome, type Refusal } from '../outcome.ts';
+import { isUnsent, type Outcome, type Refusal, unsent } from '../outcome.ts';
 import { fromError, refuse } from '../refusals.ts';
 import type { StageFactory } from '../stage.ts';
 import { retryStoreFaults, storeRetry } from '../store-retry-options.ts';
@@ -39,7 +39,12 @@ export const budget: StageFactory<BudgetDeps> = (deps) => async (ctx, next) => {
     // prices_unknown, with when to retry, when it still lists none).
     await deps.prices.refresh();
     estimate = pricedOrRefused(estimateNow);
-    if (typeof estimate !== 'number') return estimate;
+    if (typeof estimate !== 'number') {
+      // Estimated as charged on windows guessed closed (stages/cache.ts) that were open: nothing
+      // was held; the cache stage starts over from the store's windows.
+      if ((await ctx.sendWhen.get('windows')) === false) return unsent('windows_disagree');
+      return estimate;
+    }
   }
   ctx.estimateMinor = estimate;
   const request = {
@@ -86,8 +91,10 @@ export const budget: StageFactory<BudgetDeps> = (deps) => async (ctx, next) => {
     fault = { err };
   }
   const result = await opening;
-  // Another replica leads the call: this one follows it (charged 0), whatever the store said.
-  const follows = out !== undefined && isUnsent(out) && out.why === 'not_leader';
+  // Another replica leads the call: this one follows it (charged 0), whatever the store said. Or
+  // the windows the estimate was made on were not the store's: the cache stage starts over.
+  const follows =
+    out !== undefined && isUnsent(out) && (out.why === 'not_leader' || out.why === 'windows_disagree');
   if ('error' in result) {
     // The store failed: the entry may or may not have been written (a lost reply). The call was
     // not sent, so it is released (through the outbox: in order, once the store is back), never

@@ -3,8 +3,13 @@
 // the upstream answered (only the coalescing leader stores; a free route's answer just after it is
 // written, off its path). Scopes and check ownership are
 // checked by the stages BEFORE this one: the cache is shared by all apps, its answers are not.
-// Reads the company's windows once (a refresh inside an open window is free upstream).
+// Reads the company's windows once (a refresh inside an open window is free upstream), alongside
+// the lookup; a first-pass miss of a company's dossier or requisites with no entry at all goes on
+// as closed while that read lands, and is sent only if the store agrees (send condition
+// `windows`; issue 33: the read no longer comes before the charge open on a paid miss's path).
+// Must never: let a call go out on windows guessed without the store's read agreeing.
 import type { CacheEntry, CacheRequest } from '../../cache/index.ts';
+import type { CompanyWindows } from '../../cost/window-tracker.ts';
 import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { type Answer, isAnswer, isRefusal, isUnsent, type Outcome, servedWith } from '../outcome.ts';
@@ -21,7 +26,7 @@ export const cache: StageFactory<CacheDeps> = (deps) => {
       const out = await next();
       return ctx.route.cache !== null ? servedWith(out, { cache: 'BYPASS' }) : out;
     }
-    const { windowOpen, windowExpires } = await lookAtWindows(ctx, deps, guess);
+    const look = lookAtWindows(ctx, deps, guess);
     const creq: CacheRequest = {
       route: ctx.route.name,
       params: ctx.call.params,
@@ -29,10 +34,18 @@ export const cache: StageFactory<CacheDeps> = (deps) => {
       policy: ctx.policy,
       app: ctx.app?.name ?? null,
       directives: ctx.directives,
-      windowOpen,
+      windowOpen: look.windowOpen,
+      ...(look.reading ? { windowOpenLater: look.reading.then((r) => r.covers) } : {}),
       ...(ctx.ticket?.inn ? { inn: ctx.ticket.inn } : {}),
     };
     const found = await deps.cache.lookup(creq);
+    let windowExpires = look.windowExpires;
+    if (look.reading) {
+      // No entry at all and a read that opens a window: go on as closed while the read lands.
+      if (found.action === 'fetch' && found.staleEntry === undefined && guess && speculates(ctx))
+        goOnAsClosed(ctx, look.reading);
+      else windowExpires = await settleRead(ctx, deps, look.reading);
+    }
     if (found.action === 'serve') return served(ctx, deps, found.entry, found.status, windowExpires);
     if (found.action === 'not_cached') return servedWith(refuse('not_cached'), { windowExpires });
     if (found.action === 'bypass') return servedWith(await next(), { cache: 'BYPASS', windowExpires });
@@ -48,49 +61,104 @@ export const cache: StageFactory<CacheDeps> = (deps) => {
   return (ctx, next) => stage(ctx, next, true);
 };
 
+/** The store's windows of the company as read, or the read's failure. */
+interface WindowsRead {
+  windows: CompanyWindows | undefined;
+  covers: boolean;
+  failed?: unknown;
+}
+
 /**
  * The company's windows as this request sees them, read once: whether one covers the read (an
  * entry past its age is then refreshed free) and when it ends (X-Window-Expires). On the first
  * pass a window this replica last saw is taken as it is, and the store's read becomes the send
- * condition `windows` (the call goes out only if they agree).
+ * condition `windows` (the call goes out only if they agree). Otherwise the store's read is
+ * started here and runs alongside the cache lookup (`reading`), which waits for it only when it
+ * finds an entry.
  */
-async function lookAtWindows(
+function lookAtWindows(
   ctx: RequestContext,
   deps: CacheDeps,
   guess: boolean,
-): Promise<{ windowOpen: boolean; windowExpires: string | undefined }> {
-  let windowOpen = false;
+): { windowOpen: boolean; windowExpires: string | undefined; reading?: Promise<WindowsRead> } {
   const covered = ctx.shape?.covered ?? null;
   const inn = ctx.shape?.inn;
-  if (!inn || !covered) return { windowOpen, windowExpires: undefined };
+  if (!inn || !covered) return { windowOpen: false, windowExpires: undefined };
   const guessed = guess ? deps.windows.guess(inn, covered) : undefined;
   if (guessed) {
     // This replica last saw a window covering the read: the stages below go on as covered (its
     // lock, charge entry of 0 and rate slot asked for at once) while the store's windows are
     // read; the call is sent only if they agree, else all starts over here.
     ctx.windows = guessed;
-    windowOpen = true;
     ctx.windowCovered = true;
     ctx.sendWhen.set(
       'windows',
       deps.windows.get(inn).then((windows) => deps.windows.covers(windows, covered)),
     );
+    return { windowOpen: true, windowExpires: expiresOf(ctx, deps) };
+  }
+  const reading = deps.windows.get(inn).then(
+    (windows): WindowsRead => ({ windows, covers: deps.windows.covers(windows, covered) }),
+    (failed: unknown): WindowsRead => ({ windows: undefined, covers: false, failed }),
+  );
+  return { windowOpen: false, windowExpires: undefined, reading };
+}
+
+/** The store's read landed: the request goes on with it (as before the read ran beside the lookup). */
+async function settleRead(
+  ctx: RequestContext,
+  deps: CacheDeps,
+  reading: Promise<WindowsRead>,
+): Promise<string | undefined> {
+  const read = await reading;
+  if (read.failed !== undefined) {
+    // Unknown windows: judged closed, so a too-old entry is not refreshed "for free".
+    deps.logger.warn({ err: (read.failed as Error)?.message }, 'windows unreadable; judged closed');
   } else {
-    try {
-      ctx.windows = await deps.windows.get(inn);
-      windowOpen = deps.windows.covers(ctx.windows, covered);
-      ctx.windowCovered = windowOpen;
-    } catch (err) {
-      // Unknown windows: judged closed, so a too-old entry is not refreshed "for free".
-      deps.logger.warn({ err: (err as Error).message }, 'windows unreadable; judged closed');
-    }
+    ctx.windows = read.windows;
+    ctx.windowCovered = read.covers;
   }
-  let windowExpires: string | undefined;
-  if (ctx.windows) {
-    const expiry = deps.windows.expiry(ctx.windows, covered);
-    if (expiry > deps.clock.now()) windowExpires = new Date(expiry).toISOString();
-  }
-  return { windowOpen, windowExpires };
+  return expiresOf(ctx, deps);
+}
+
+/**
+ * Routes whose first-pass miss goes on as closed while the windows read lands: a company's
+ * dossier or requisites (no section derived from a dossier depends on the window, stages/derive.ts).
+ */
+function speculates(ctx: RequestContext): boolean {
+  return ctx.route.method === 'GET' && (ctx.route.name === 'company' || ctx.route.name === 'requisites');
+}
+
+/**
+ * A paid miss need not wait for the windows read before the stages below start (issue 33): the
+ * lead, the company's lock, the charge open (estimated as charged) and the rate take go out
+ * while it lands, and the call is sent only if the store's windows are closed indeed (send
+ * condition `windows`); if one covers the read, or the read failed, nothing was sent, the open
+ * is released and all starts over here from a read of the store. A closed guess the charge gate
+ * takes at once is the cache stage's read a round trip earlier (what cost/charge-gate.ts already
+ * accepts: at worst an estimate held and released, never a second charge).
+ */
+function goOnAsClosed(ctx: RequestContext, reading: Promise<WindowsRead>): void {
+  ctx.windows = { dossierUntil: 0, requisitesUntil: 0 };
+  ctx.sendWhen.set(
+    'windows',
+    reading.then((read) => {
+      // What the request saw when it arrived, for the charge gate's savings (set on this pass only:
+      // a start-over comes after this and forgets it).
+      if (read.failed === undefined) ctx.windowCovered = read.covers;
+      // Agrees when closed, or when the charge gate found the call covered itself (its own read,
+      // or this read landed in this replica's tracker before the gate looked).
+      return read.failed === undefined && (!read.covers || ctx.covered === true);
+    }),
+  );
+}
+
+/** When the window covering the read ends, from ctx.windows; undefined when none is open. */
+function expiresOf(ctx: RequestContext, deps: CacheDeps): string | undefined {
+  const covered = ctx.shape?.covered ?? null;
+  if (!ctx.windows || !covered) return undefined;
+  const expiry = deps.windows.expiry(ctx.windows, covered);
+  return expiry > deps.clock.now() ? new Date(expiry).toISOString() : undefined;
 }
 
 /** What the stages below answered a miss: stored, stood in for by a stale entry, or passed on. */

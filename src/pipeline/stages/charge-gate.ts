@@ -2,6 +2,11 @@
 // INN is in flight, a call that the window it opens will cover waits for it (bounded by its
 // deadline) and then goes free. The caller that goes on holds the company's lock until the
 // record stage has recorded the window, so ten apps asking for a new company at once pay once.
+// A paid call answered before its record (stages/record.ts, ctx.settling) gives the lock back
+// only once the record is applied (or queued in the outbox): the answer does not wait for it, a
+// read of the company on any replica does, and then goes covered. A shutdown waits for it too.
+// Must never: give the company's lock back before the record of the call it guards is applied or
+// queued in the outbox (as when the record stage awaited it).
 import { randomUUID } from 'node:crypto';
 import { ChargeWaitTimeout } from '../../cost/charge-gate.ts';
 import { endWithError } from '../../ops/tracing.ts';
@@ -13,7 +18,7 @@ import { retryStoreFaults, storeRetry } from '../store-retry-options.ts';
 /** What this stage uses of PipelineDeps. */
 export type ChargeGateDeps = Pick<
   PipelineDeps,
-  'clock' | 'config' | 'gate' | 'logger' | 'metrics' | 'random'
+  'charges' | 'clock' | 'config' | 'gate' | 'logger' | 'metrics' | 'random'
 >;
 
 export const chargeGate: StageFactory<ChargeGateDeps> = (deps) => async (ctx, next) => {
@@ -47,16 +52,23 @@ export const chargeGate: StageFactory<ChargeGateDeps> = (deps) => async (ctx, ne
   }
   ctx.windows = gate.windows;
   ctx.covered = !gate.charged;
+  // A miss that went on as closed while the cache stage's read lands learns what the request saw
+  // on arrival from that read (stages/cache.ts): a window found here is a saving only if it was not.
+  if (ctx.covered && ctx.windowCovered === undefined) await ctx.sendWhen.get('windows');
   if (ctx.covered && ctx.windowCovered === false)
     deps.metrics.saved(ctx, 'window', deps.metrics.directCost(ctx, false));
   if (!gate.charged) return next();
-  try {
-    return await next();
-  } finally {
-    await gate
+  const release = () =>
+    gate
       .release()
       .catch((err: unknown) =>
         deps.logger.warn({ err: (err as Error).message }, 'charge lock release failed; it expires by itself'),
       );
+  try {
+    return await next();
+  } finally {
+    // The record still running after the answer (it never rejects): the lock goes after it.
+    if (ctx.settling) deps.charges.track(ctx.settling.then(release));
+    else await release();
   }
 };

@@ -9,6 +9,17 @@
 // - No answer (timeout, lost connection, a fault): the outcome is unknown, so the charge stays
 //   counted against every budget until the reconciler replays its key.
 // - A newly counted charge teaches the price book its kind's price (cost/price-book.ts).
+// When the record runs (issue 33): a charged call whose key is the gateway's own (no app
+// Idempotency-Key: one key per logical request, so no earlier record can have counted it) is
+// answered as soon as the upstream answered, X-Charged-Minor the amount and X-Window-Expires the
+// window opened at the call's start; its record runs after the answer (ctx.settling), with the
+// company's lock (stages/charge-gate.ts) and the budget holds kept until it is applied, and a
+// shutdown waits for it (ChargeBook.track). Should the process die first, the pending entry
+// written before the call finds the charge (the reconciler replays the key). A call with an app
+// Idempotency-Key waits for its record: only the claim can tell whether an earlier request with
+// the same key was counted already (this call then cost 0).
+// Must never: answer a charge before its record when the key may have been counted before; let
+// ctx.settling reject; end a hold before the record or release that settles it.
 import { foundIn } from '../../checks/cold-checks.ts';
 import type { AppConfig } from '../../config/schema.ts';
 import type { OpenCharge } from '../../cost/charge-book.ts';
@@ -91,8 +102,21 @@ async function settle(ctx: Charged, deps: RecordDeps, charge: OpenCharge, out: A
     // sees the room.
     if (charge.pending.estimateMinor === 0) deps.charges.releaseLater(charge);
     else await deps.charges.release(charge);
+  } else if (ctx.call.idempotencyKey === undefined) {
+    // The gateway's own key: this call cost `amount`, whatever the record finds (see the header).
+    // The answer goes now; the money is recorded right after it.
+    chargedMinor = amount;
+    if (opens && opensWindowOf(ctx, out))
+      windows = deps.windows.openedAt(ctx.windows, opens, ctx.startedAt ?? deps.clock.now());
+    const settling = recordCharge(ctx, deps, charge, out, amount, true).then(
+      () => {},
+      (err: unknown) =>
+        deps.logger.error({ err: (err as Error)?.message, inn: ctx.shape.inn }, 'charge record failed'),
+    );
+    ctx.settling = settling;
+    deps.charges.track(settling);
   } else {
-    const recorded = await recordCharge(ctx, deps, charge, out, amount);
+    const recorded = await recordCharge(ctx, deps, charge, out, amount, false);
     chargedMinor = recorded.chargedMinor;
     windows = recorded.windows ?? windows;
   }
@@ -111,9 +135,18 @@ async function settle(ctx: Charged, deps: RecordDeps, charge: OpenCharge, out: A
 }
 
 /**
+ * Whether the answer opens the company's window: a check that answered 202 opens it only when its
+ * data is ready (check stage); one that answered 200 only when the registers found the company,
+ * as the upstream does.
+ */
+function opensWindowOf(ctx: Charged, out: Answer): boolean {
+  return out.status === 200 && (ctx.route.name !== 'check_create' || foundIn(out.body));
+}
+
+/**
  * The upstream charged `amount`: claim, ledger entry, budget settle and window open in one store
  * step; what it counted (0 for a replay of a key already counted) and the company's windows
- * after it, when known.
+ * after it, when known. `answered`: the app has been answered as charged `amount` already.
  */
 async function recordCharge(
   ctx: Charged,
@@ -121,12 +154,11 @@ async function recordCharge(
   charge: OpenCharge,
   out: Answer,
   amount: number,
+  answered: boolean,
 ): Promise<{ chargedMinor: number; windows: CompanyWindows | undefined }> {
   const startedAt = ctx.startedAt ?? deps.clock.now();
   const opens = ctx.shape.opens;
-  // A check that answered 202 opens its window only when its data is ready (check stage); one
-  // that answered 200 only when the registers found the company, as the upstream does.
-  const opensWindow = out.status === 200 && (ctx.route.name !== 'check_create' || foundIn(out.body));
+  const opensWindow = opensWindowOf(ctx, out);
   const span = ctx.trace?.child('charge record', { 'cpgw.amount_minor': amount });
   let recorded: Awaited<ReturnType<typeof deps.charges.record>>;
   try {
@@ -164,9 +196,14 @@ async function recordCharge(
       },
       'charge',
     );
-  } else if (ctx.call.idempotencyKey === undefined) {
-    // The upstream replayed a charge already counted under this request's key.
-    deps.metrics.saved(ctx, 'idempotent', amount);
+  } else if (answered) {
+    // The gateway's own key was counted already: only by the reconciler, replaying this very call
+    // after its lease ran out (a record held in the outbox that long). The charge is this call's,
+    // counted once, and the answer said so: no saving to count.
+    deps.logger.warn(
+      { inn: ctx.shape.inn, idempotencyKey: charge.pending.key },
+      'charge recorded after its answer was counted already (by the reconciler)',
+    );
   }
   if (recorded.windows) {
     deps.windows.learn(ctx.shape.inn, recorded.windows);
