@@ -251,7 +251,9 @@ describe('the head on the wire', () => {
     const close = await onOneSocket([
       `GET ${path} HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nAuthorization: Bearer ${h.tokens.alpha}\r\n\r\n`,
     ]);
-    const old = await onOneSocket([`GET ${path} HTTP/1.0\r\nAuthorization: Bearer ${h.tokens.alpha}\r\n\r\n`]);
+    const old = await onOneSocket([
+      `GET ${path} HTTP/1.0\r\nAuthorization: Bearer ${h.tokens.alpha}\r\n\r\n`,
+    ]);
     expect(storeReads - before).toBe(0);
     for (const { heads, closed } of [close, old]) {
       expect(closed).toBe(true);
