@@ -105,11 +105,14 @@ interface Prepared {
   block: string | null;
 }
 /**
- * Bodies up to this size are also kept as text (above): with the header block it stays within
- * the 16 KB Node writes from its stack without a copy to the heap. The text is a second copy of
- * the body, kept as long as the entry is (see prepare()).
+ * Bodies up to this size are also kept as text (above). The head and the text are joined into
+ * one string per answer, which V8 flattens and Node copies again into its write buffer: cheap
+ * for a small body, not for a large one. At 15 KB (the limit until then) a 15 KB brotli dossier
+ * HIT cost ~1.5 µs more CPU than the 17 KB gzip one written as a Buffer (two copies of 15 KB and
+ * a 15 KB string to collect per answer); at 4 KB both cost the same (docs/performance.md, third
+ * pass). The text is a second copy of the body, kept as long as the entry is (see prepare()).
  */
-const SINGLE_WRITE_MAX = 15 * 1024;
+const SINGLE_WRITE_MAX = 4 * 1024;
 const prepared = new WeakMap<CacheEntry, Map<string, Prepared>>();
 
 export interface HitPathOptions {
