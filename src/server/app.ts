@@ -135,20 +135,17 @@ export function createApp(o: AppOptions): GatewayApp {
   app.addHook('onClose', async () => {
     if (idleSweep) clearInterval(idleSweep);
   });
-  // The hooks every /v1 call runs are plain callbacks, not async functions: fastify runs an async
-  // hook's continuation a microtask later, through a promise of its own (docs/performance.md).
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    done();
   });
   // One field-name case for every JSON object the gateway writes itself (json-case.ts): admin
   // answers, the console's session, refusal envelopes. /v1 answers are bytes and never pass here.
   app.addHook('preSerialization', async (request, _reply, payload) =>
     request.routeOptions.config?.jsonKeys === 'verbatim' ? payload : snakeCaseKeys(payload),
   );
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', async (_request, reply, payload) => {
     if (closing) reply.header('connection', 'close');
-    done(null, payload);
+    return payload;
   });
 
   app.setErrorHandler((err: FastifyError | ApiError | Error, request, reply) => {

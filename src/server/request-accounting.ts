@@ -6,7 +6,7 @@
 //
 // Must never: change an answer, or count a request that is neither a /v1 path nor a known route
 // (scans of unknown paths would make a metric series each).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { envelopeCode } from '../errors.ts';
 import type { SavingsRecord } from '../finance/savings-record.ts';
@@ -25,22 +25,15 @@ export interface AccountingOptions {
 
 export function registerAccounting(app: FastifyInstance, o: AccountingOptions): void {
   const { metrics, savings, access } = o;
-  // Plain callbacks, not async functions (see server/app.ts): fastify catches what they throw.
-  app.addHook('onSend', (request, reply, payload, done) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     // An upstream error passed through unchanged: its code for the log line and metrics.
     const ctx = request.ctx;
     if (ctx && !ctx.errorCode && reply.statusCode >= 400)
       ctx.errorCode =
         typeof payload === 'string' || Buffer.isBuffer(payload) ? envelopeCode(payload) : undefined;
-    done(null, payload);
+    return payload;
   });
-  app.addHook('onResponse', (request, reply, done) => {
-    account(request, reply);
-    done();
-  });
-
-  /** The answer's log line, savings, metrics. */
-  function account(request: FastifyRequest, reply: FastifyReply): void {
+  app.addHook('onResponse', async (request, reply) => {
     const ctx = request.ctx;
     const refusal = ctx?.refusal;
     if (refusal) noteRefusal(ctx, refusal);
@@ -68,7 +61,7 @@ export function registerAccounting(app: FastifyInstance, o: AccountingOptions): 
     const { limit, reason } = (refusal?.details ?? {}) as { limit?: unknown; reason?: unknown };
     if (refusal?.code === 'rate_limited' && typeof limit === 'string' && typeof reason === 'string')
       metrics.rateLimited(appName, limit, reason);
-  }
+  });
 }
 
 /** A gateway refusal (a stage's value or a thrown error): its code and reason for the log line. */
