@@ -345,10 +345,10 @@ function prepare(deps: PipelineDeps, entry: CacheEntry, acceptEncoding: string |
 // each call; a HIT's block is the entry's (validated once, in prepare) plus a few per-call lines
 // whose values are ours (an id, digits, an ISO time). rawHeadFits/writeRawHead hand Node that
 // block as it would have built it, with Date, Connection and Keep-Alive as _storeHeader writes
-// them (node:_http_outgoing, the same in Node 20, 22 and 24), and Node sends it with the body in
-// one write. Anything but the common case (keep-alive allowed and not at its last request, Date
-// on, no header set before, a status with a body), or a Node whose response object lacks those
-// fields, takes writeHead.
+// them (node:_http_outgoing, read in Node 20 and 24: the same in both), and Node sends it with
+// the body in one write. Anything but the common case (keep-alive allowed and not at its last
+// request, Date on, no header set before, a status with a body), or a Node whose response object
+// lacks those fields, takes writeHead.
 
 /** The fields of Node's ServerResponse that the raw head reads or writes (node:_http_outgoing). */
 type RawResponse = ServerResponse & {
