@@ -24,17 +24,24 @@ import { UpstreamFailure } from '../../src/upstream/upstream-client.ts';
 
 const INN = '7707083893';
 
-async function run(outcome: Outcome | Stage, unknownFlag = false, below: StageFactory<PipelineDeps>[] = []) {
+type MoneySteps = ConstructorParameters<typeof ChargeOutbox>[0]['store'];
+
+/**
+ * A charged dossier read of app crm over the real ChargeBook, outbox and memory store, its charge
+ * (key `key`, estimate 9900) opened: the deps and context the record stage runs with. `records`:
+ * the outbox's store (default: the memory store itself).
+ */
+async function chargedCall(options: {
+  key: string;
+  appKey?: string;
+  unknownFlag?: boolean;
+  metrics?: unknown;
+  records?: (store: MemoryStore) => MoneySteps;
+}) {
   const clock = new ManualClock();
   const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
-  const budgets = new BudgetGuard({
-    store,
-    clock,
-    timeZone: 'Europe/Moscow',
-    global: {},
-    apps: new Map(),
-  });
-  const outbox = new ChargeOutbox({ store, clock, stateDir: null });
+  const budgets = new BudgetGuard({ store, clock, timeZone: 'Europe/Moscow', global: {}, apps: new Map() });
+  const outbox = new ChargeOutbox({ store: options.records?.(store) ?? store, clock, stateDir: null });
   const charges = new ChargeBook({
     store,
     budgets,
@@ -45,7 +52,6 @@ async function run(outcome: Outcome | Stage, unknownFlag = false, below: StageFa
     windowMs: 900_000,
   });
   const windows = new WindowTracker({ store, clock, windowMs: 900_000, safetyMarginMs: 30_000 });
-  const metrics = { charge: () => {}, saved: () => {} };
   const prices = new PriceBook({
     upstream: { request: async () => ({ status: 500, headers: {}, body: Buffer.alloc(0) }) as never },
     clock,
@@ -57,12 +63,12 @@ async function run(outcome: Outcome | Stage, unknownFlag = false, below: StageFa
     charges,
     windows,
     logger: createLogger('silent'),
-    metrics,
+    metrics: options.metrics ?? { charge: () => {}, saved: () => {} },
     prices,
     random: seededRandom(1),
   } as unknown as PipelineDeps;
   const opened = await charges.open({
-    key: 'gw1r-k',
+    key: options.key,
     requestId: 'req',
     app: 'crm',
     operation: 'company',
@@ -78,16 +84,22 @@ async function run(outcome: Outcome | Stage, unknownFlag = false, below: StageFa
   const ctx = {
     route: { name: 'company' },
     app: { name: 'crm' },
-    call: { idempotencyKey: undefined },
+    call: { idempotencyKey: options.appKey },
     shape: { kind: 'dossier', inn: INN, covered: 'dossier', opens: 'dossier' },
     charge: opened.charge,
     sendWhen: chargeOpened(),
-    outcomeUnknown: unknownFlag,
+    outcomeUnknown: options.unknownFlag ?? false,
     startedAt: clock.now(),
-    idempotencyKey: 'gw1r-k',
+    idempotencyKey: options.key,
     deadline: clock.now() + 60_000,
     timeoutMs: 10_000,
   } as unknown as RequestContext;
+  const counter = async () => (await store.readCounters(budgets.counterSpecs('crm').map((s) => s.key)))[0]!;
+  return { clock, store, outbox, deps, ctx, counter };
+}
+
+async function run(outcome: Outcome | Stage, unknownFlag = false, below: StageFactory<PipelineDeps>[] = []) {
+  const { clock, store, deps, ctx, counter } = await chargedCall({ key: 'gw1r-k', unknownFlag });
   const last: Stage = typeof outcome === 'function' ? outcome : async () => outcome;
   const done = compose([record(deps), ...below.map((stage) => stage(deps)), last])(ctx);
   // The retry stage sleeps on the manual clock between attempts: move it until the run ends.
@@ -100,10 +112,9 @@ async function run(outcome: Outcome | Stage, unknownFlag = false, below: StageFa
     clock.advance(1_000);
   }
   await done;
-  const [counter] = await store.readCounters(budgets.counterSpecs('crm').map((s) => s.key));
   return {
     pending: await store.pendingCharges(),
-    counter: counter!,
+    counter: await counter(),
     ledger: await store.readLedger(0, 2 ** 52),
   };
 }
@@ -188,71 +199,26 @@ function chargeOpened(): SendConditions {
 describe('record stage: the record after the answer (issue 33)', () => {
   /** A charged call over a memory store whose recordCharge waits until `letGo` is called. */
   async function held(appKey?: string) {
-    const clock = new ManualClock();
-    const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20 });
     let letGo!: () => void;
     const gate = new Promise<void>((resolve) => {
       letGo = resolve;
     });
     let recording = false;
-    const slowRecords = {
-      recordCharge: async (r: Parameters<MemoryStore['recordCharge']>[0]) => {
-        recording = true;
-        await gate;
-        return store.recordCharge(r);
-      },
-      releaseCharge: (key: string) => store.releaseCharge(key),
-    };
-    const budgets = new BudgetGuard({ store, clock, timeZone: 'Europe/Moscow', global: {}, apps: new Map() });
-    const outbox = new ChargeOutbox({ store: slowRecords, clock, stateDir: null });
-    const charges = new ChargeBook({
-      store,
-      budgets,
-      outbox,
-      clock,
-      replicaId: 'r1',
-      leaseMs: 10_000,
-      windowMs: 900_000,
-    });
-    const windows = new WindowTracker({ store, clock, windowMs: 900_000, safetyMarginMs: 30_000 });
     const charged: number[] = [];
-    const deps = {
-      clock,
-      charges,
-      windows,
-      logger: createLogger('silent'),
-      metrics: { charge: (_app: string, _kind: string, n: number) => charged.push(n), saved: () => {} },
-      prices: { learn: () => {} },
-      random: seededRandom(1),
-    } as unknown as PipelineDeps;
-    const opened = await charges.open({
+    const { store, outbox, deps, ctx, counter } = await chargedCall({
       key: 'gw1r-slow',
-      requestId: 'req',
-      app: 'crm',
-      operation: 'company',
-      kind: 'dossier',
-      inn: INN,
-      estimateMinor: 9900,
-      method: 'GET',
-      target: `/v1/companies/${INN}`,
-      body: null,
-      opens: 'dossier',
+      ...(appKey ? { appKey } : {}),
+      metrics: { charge: (_app: string, _kind: string, n: number) => charged.push(n), saved: () => {} },
+      records: (store) => ({
+        recordCharge: async (r: Parameters<MemoryStore['recordCharge']>[0]) => {
+          recording = true;
+          await gate;
+          return store.recordCharge(r);
+        },
+        releaseCharge: (key: string) => store.releaseCharge(key),
+      }),
     });
-    if (!opened.ok) throw new Error('refused');
-    const ctx = {
-      route: { name: 'company' },
-      app: { name: 'crm' },
-      call: { idempotencyKey: appKey },
-      shape: { kind: 'dossier', inn: INN, covered: 'dossier', opens: 'dossier' },
-      charge: opened.charge,
-      sendWhen: chargeOpened(),
-      startedAt: clock.now(),
-      idempotencyKey: 'gw1r-slow',
-      deadline: clock.now() + 60_000,
-      timeoutMs: 10_000,
-    } as unknown as RequestContext;
     const out = compose([record(deps), async () => answer(200, { 'x-charged-minor': '9900' })])(ctx);
-    const counter = async () => (await store.readCounters(budgets.counterSpecs('crm').map((s) => s.key)))[0]!;
     return { out, ctx, store, outbox, letGo, counter, charged, recording: () => recording };
   }
 
