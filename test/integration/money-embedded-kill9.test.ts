@@ -19,27 +19,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Child, startCpgw, stopCpgw } from '../../bench/cpgw-process.ts';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
+import type { AdminBudgets, AdminLedger, EmulatorLedger } from '../helpers/admin-views.ts';
 import { envWithoutCpgw, startEmulatorProcess } from '../helpers/child-process.ts';
 import { UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
 
 const PRICE = 9900;
 const DAY_CAP = 50_000;
 const LISTENING = /listening on (http:\/\/[^\s)]+)/;
-
-interface AdminLedger {
-  count: number;
-  total_minor: number;
-  entries: Array<{ inn: string; amount_minor: number; reconciled?: boolean }>;
-  pending: unknown[];
-  outbox: number;
-}
-interface AdminBudgets {
-  budgets: Record<string, Array<{ period: string; spent_minor: number; reserved_minor: number }>>;
-}
-interface EmulatorLedger {
-  entries: Array<{ inn: string; amount_minor: number }>;
-  totals: { count: number; amount_minor: number };
-}
 
 describe('embedded money store: kill -9 mid-traffic, restart on the same state directory', () => {
   const token = newToken();

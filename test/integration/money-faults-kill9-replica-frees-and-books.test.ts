@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Child, startCpgw, stopCpgw } from '../../bench/cpgw-process.ts';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
+import type { AdminBudgets, AdminLedger, EmulatorLedger } from '../helpers/admin-views.ts';
 import { envWithoutCpgw, startEmulatorProcess } from '../helpers/child-process.ts';
 import { UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
 import { deleteKeysUnder, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
@@ -23,21 +24,6 @@ import { deleteKeysUnder, startTestRedis, type TestRedis, uniquePrefix } from '.
 const UPSTREAM_LATENCY_MS = 3000;
 const IN_FLIGHT = 8;
 const LISTENING = /listening on (http:\/\/[^\s)]+)/;
-
-interface AdminLedger {
-  count: number;
-  total_minor: number;
-  entries: Array<{ inn: string; amount_minor: number; reconciled?: boolean }>;
-  pending: unknown[];
-  outbox: number;
-}
-interface AdminBudgets {
-  budgets: Record<string, Array<{ period: string; spent_minor: number; reserved_minor: number }>>;
-}
-interface EmulatorLedger {
-  entries: Array<{ inn: string; amount_minor: number }>;
-  totals: { count: number; amount_minor: number };
-}
 
 const redis = await startTestRedis();
 const maybe = redis ? describe : describe.skip;

@@ -20,26 +20,13 @@ import { type Child, startCpgw, stopCpgw } from '../../bench/cpgw-process.ts';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
 import { PostgresMoney } from '../../src/store/postgres/postgres-money.ts';
 import { knownInns } from '../emulator/emulator-harness.ts';
+import type { AdminBudgets, AdminLedger, EmulatorLedger } from '../helpers/admin-views.ts';
 import { envWithoutCpgw, startEmulatorProcess } from '../helpers/child-process.ts';
 import { UPSTREAM_KEY } from '../helpers/gateway-harness.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.ts';
 
 const PRICE = 9_900;
 const LISTENING = /listening on (http:\/\/[^\s)]+)/;
-
-interface AdminLedger {
-  count: number;
-  total_minor: number;
-  entries: Array<{ inn: string; amount_minor: number; reconciled?: boolean }>;
-  pending: unknown[];
-  outbox: number;
-}
-interface AdminBudgets {
-  budgets: Record<string, Array<{ period: string; spent_minor: number; reserved_minor: number }>>;
-}
-interface EmulatorLedger {
-  totals: { count: number; amount_minor: number };
-}
 
 const db: TestDatabase | null = await createTestDatabase('kill9_record');
 const maybe = db ? describe : describe.skip;
