@@ -112,6 +112,8 @@ async function run(outcome: Outcome | Stage, unknownFlag = false, below: StageFa
     clock.advance(1_000);
   }
   await done;
+  // A gateway-keyed charge is recorded after its answer (ctx.settling).
+  await ctx.settling;
   return {
     pending: await store.pendingCharges(),
     counter: await counter(),
@@ -225,6 +227,10 @@ describe('record stage: the record after the answer (issue 33)', () => {
   it('answers charged before the record; the hold stays until it; a shutdown waits for it', async () => {
     const t = await held();
     const out = (await t.out) as Answer;
+    // The record starts only once the answer is out (the turn after: on the memory and embedded
+    // stores the record runs synchronously, so started before, it would end before the answer).
+    expect(t.recording(), 'the record started before the answer').toBe(false);
+    await new Promise((r) => setImmediate(r));
     expect(t.recording()).toBe(true);
     expect(out.chargedMinor).toBe(9900);
     expect(out.headers['x-charged-minor']).toBe('9900');

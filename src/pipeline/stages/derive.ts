@@ -113,6 +113,9 @@ export const derive: StageFactory<DeriveDeps> = (deps) => {
   }
 
   async function prefetch(ctx: RequestContext, inn: string, section: SectionName, sectionBody: Buffer) {
+    // The window the section's charge opened is in the store once its record is (stages/record.ts:
+    // a gateway-keyed charge is recorded after the answer).
+    if (ctx.settling) await ctx.settling;
     const windows = await deps.windows.get(inn);
     if (!deps.windows.covers(windows, 'dossier')) return;
     const room = await deps.limits.headroomFor(GATEWAY_APP, 'company');
