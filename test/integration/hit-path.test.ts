@@ -69,10 +69,26 @@ const comparable = (seen: Seen) => ({
 });
 
 /**
- * Reads until the answer's Content-Encoding stops changing: a gzip-only (or gzip-preferring)
- * client of a brotli entry gets identity until the gzip copy, made off the event loop, is ready.
+ * Reads until the answer's Content-Encoding is `final` (when given), then until it stops
+ * changing: a large body is stored as it came and its brotli copy swapped in off the event loop,
+ * and a gzip-only (or gzip-preferring) client of a brotli entry gets identity until the gzip copy,
+ * made off the event loop too, is ready. A swap landing between the two reads of bothPaths would
+ * make the second one read the store (seen in a CI run on a loaded machine: two reads of the same
+ * coding came before the brotli copy of a dossier was in).
  */
-async function codingsReady(app: string, path: string, headers: Record<string, string>): Promise<void> {
+async function codingsReady(
+  app: string,
+  path: string,
+  headers: Record<string, string>,
+  final?: string,
+): Promise<void> {
+  if (final !== undefined) {
+    for (let i = 0; ; i++) {
+      if ((await read(app, path, headers)).headers['content-encoding'] === final) break;
+      if (i >= 500) throw new Error(`${path}: never answered ${final}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
   let last: string | undefined = 'none';
   for (let i = 0; i < 50; i++) {
     const seen = await read(app, path, headers);
@@ -120,7 +136,10 @@ describe('the hit path answers as the full pipeline does', () => {
   it.each(cases)('%s: same status, headers, body and log line', async (_name, path, headers) => {
     const first = await read('alpha', path, headers); // MISS (or a charge) fills the cache
     expect(first.status).toBe(200);
-    await codingsReady('alpha', path, headers);
+    // A dossier's brotli copy is in (a br reader gets it) before any case of it is compared.
+    if (path.startsWith('/v1/companies/') && path.split('/').length === 4)
+      await codingsReady('alpha', path, { 'accept-encoding': 'br' }, 'br');
+    await codingsReady('alpha', path, headers, headers['accept-encoding'] === 'gzip' ? 'gzip' : undefined);
     const { slow, fast } = await bothPaths('beta', path, headers);
     expect(comparable(fast)).toEqual(comparable(slow));
     expect(fast.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
@@ -133,6 +152,7 @@ describe('the hit path answers as the full pipeline does', () => {
     await read('alpha', `/v1/companies/${fresh}`); // pays, opens the window
     // The compressed copy is made after the answer: wait for it, or the pipeline's read may get
     // identity and the hit path's (a moment later) gzip.
+    await codingsReady('alpha', `/v1/companies/${fresh}`, { 'accept-encoding': 'br' }, 'br');
     await codingsReady('alpha', `/v1/companies/${fresh}`, {});
     const open = await bothPaths('beta', `/v1/companies/${fresh}`);
     expect(open.fast.headers['x-window-expires']).toBeDefined();
