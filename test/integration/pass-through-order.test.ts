@@ -1,8 +1,10 @@
 // What a pass-through (Cache-Control: no-cache) waits for before its answer, over real HTTP
 // (docs/performance.md "Pass-through"): a free read (bank record, suggest, a dossier inside its
-// window) is answered before its cache entry is written, and the entry is there right after; a
-// charged read (a new dossier) is answered only once its entry is stored, so a read right after it
-// never pays again. The store's cacheSet is held back by the test to tell the two orders apart.
+// window) is answered before its cache entry is written, and the entry is there right after; so
+// is a charged read whose window covers its re-read (a new dossier: a read right after it goes
+// upstream inside that window and pays nothing); a charged read no window covers again (a
+// person) is answered only once its entry is stored, so a read right after it never pays again.
+// The store's cacheSet is held back by the test to tell the orders apart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore } from '../../src/store/create-store.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -66,30 +68,57 @@ describe('pass-through: what the answer waits for', () => {
     expect(again.headers.get('x-cache')).toBe('HIT');
   });
 
-  it('a charged read is answered only once its entry is stored', async () => {
-    const inn = knownInns(1)[0]!;
+  it('a charged read no window covers again (a person) is answered only once its entry is stored', async () => {
     holdWrites();
     held.length = 0;
-    const pending = h.call('alpha', `/v1/companies/${inn}`, { headers: { 'cache-control': 'no-cache' } });
+    const pending = h.call('alpha', '/v1/persons/500100732259', { headers: { 'cache-control': 'no-cache' } });
     expect(await within(500, pending)).toBe('pending');
-    expect(held.some((k) => k.includes(inn))).toBe(true);
+    expect(held.some((k) => k.includes('500100732259'))).toBe(true);
     release();
     const res = await pending;
     expect(res.status).toBe(200);
     expect(res.headers.get('x-cache')).toBe('MISS');
     expect(Number(res.headers.get('x-charged-minor'))).toBeGreaterThan(0);
+    await res.text();
+    // Stored before the answer: the next read is a HIT, not a second charge.
+    const again = await h.call('beta', '/v1/persons/500100732259');
+    expect(again.headers.get('x-cache')).toBe('HIT');
+    expect(again.headers.get('x-charged-minor')).toBe('0');
+  });
 
-    // Inside the window that read opened a read is free: answered before its entry is written.
+  it('a charged read whose window covers its re-read is answered before its entry is written; a read right after pays nothing', async () => {
+    const inn = knownInns(1)[0]!;
+    const upstreamBefore = await h.upstreamCount();
     holdWrites();
     held.length = 0;
-    const again = await within(
+    const res = await within(
       2_000,
       h.call('alpha', `/v1/companies/${inn}`, { headers: { 'cache-control': 'no-cache' } }),
     );
-    expect(again).not.toBe('pending');
-    expect((again as Response).headers.get('x-charged-minor')).toBe('0');
-    await (again as Response).text();
+    expect(res).not.toBe('pending');
+    expect((res as Response).status).toBe(200);
+    expect((res as Response).headers.get('x-cache')).toBe('MISS');
+    expect(Number((res as Response).headers.get('x-charged-minor'))).toBeGreaterThan(0);
+    expect((res as Response).headers.get('x-window-expires')).not.toBeNull();
+    await (res as Response).text();
     await expect.poll(() => held.some((k) => k.includes(inn))).toBe(true);
+
+    // The entry is not stored yet (its write is held): a read right after, by another app, goes
+    // upstream inside the window the first one opened, and pays nothing.
+    const right = await within(2_000, h.call('beta', `/v1/companies/${inn}`));
+    expect(right).not.toBe('pending');
+    expect((right as Response).status).toBe(200);
+    expect((right as Response).headers.get('x-charged-minor')).toBe('0');
+    await (right as Response).text();
+    expect(await h.upstreamCount()).toBe(upstreamBefore + 2);
+    const charges = (await h.ledger()).entries.filter((e) => e.inn === inn);
+    expect(charges).toHaveLength(1);
+
+    // Once the write lands, the next read is a HIT.
     release();
+    await expect
+      .poll(async () => (await h.call('beta', `/v1/companies/${inn}`)).headers.get('x-cache'))
+      .toBe('HIT');
+    expect(await h.upstreamCount()).toBe(upstreamBefore + 2);
   });
 });
