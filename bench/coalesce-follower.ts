@@ -1,22 +1,99 @@
 // Benchmark: how long after the leader has its answer a follower on ANOTHER replica has it
 // (issue 33: "< 5 ms p50 after the leader has it (wake it by the bus, not by polling)"). Two
-// gateway replicas on one Redis (the test harness, in one process), the emulator as upstream.
+// gateway replicas on one Redis, the emulator as upstream: by default the test harness, all in
+// this one process; with --processes each replica is its own `cpgw start` process and the
+// emulator its own `cpgw emulator` (as in production: what one replica does after its answer then
+// costs the other no time on a shared event loop).
 // Each round: a company nobody has read, its upstream answer delayed 80 ms; an app reads it
 // through replica A, 20 ms later another read through replica B, which finds A's lead and
 // follows it. The figure is B's answer time minus A's; both answers must be the same body and
-// the upstream must have seen one call. Writes bench/results/coalesce-follower.json.
-// Run: node bin/run-ts.js bench/coalesce-follower.ts [rounds=50, at most 50]   (REDIS_URL or a private redis-server)
+// the upstream must have seen one call. Writes bench/results/coalesce-follower.json
+// (coalesce-follower-processes.json with --processes).
+// Run: node bin/run-ts.js bench/coalesce-follower.ts [rounds=50, at most 50] [--processes]   (REDIS_URL or a private redis-server)
+// Must never: touch Redis keys outside its own prefix (--processes: deleted at the end).
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { knownInns } from '../test/emulator/emulator-harness.ts';
 import { startRedisReplicas } from '../test/helpers/gateway-harness.ts';
+import { deleteKeysUnder } from '../test/helpers/redis.ts';
+import { startCpgw, stopCpgw } from './cpgw-process.ts';
+import { startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
 
-// At most 55 reads a minute in all: the upstream lets one key make 60.
-const ROUNDS = Math.min(50, Number(process.argv[2] ?? 50));
-const replicas = await startRedisReplicas();
-if (!replicas) throw new Error('no Redis: set REDIS_URL or install redis-server');
-const { h, second } = replicas;
-const auth = { authorization: `Bearer ${h.tokens.alpha}` };
+const PROCESSES = process.argv.includes('--processes');
+// At most 55 reads a minute in all: the upstream lets one key make 60 (the harness's emulator).
+const ROUNDS = Math.min(50, Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 50));
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Two replicas of one gateway on one Redis, and what the bench asks of the upstream. */
+interface Rig {
+  a: string;
+  b: string;
+  token: string;
+  /** The next company read upstream answers 80 ms late. */
+  delayNext(): Promise<void>;
+  /** Upstream calls for the company so far. */
+  upstreamCalls(inn: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+async function harnessRig(): Promise<Rig> {
+  const replicas = await startRedisReplicas();
+  if (!replicas) throw new Error('no Redis: set REDIS_URL or install redis-server');
+  const { h, second } = replicas;
+  return {
+    a: h.gateway.url,
+    b: second.url,
+    token: h.tokens.alpha!,
+    delayNext: async () => {
+      await h.emu('/faults', { route: 'company', count: 1, latency_ms: 80 });
+    },
+    upstreamCalls: async (inn) =>
+      ((await h.emu('/requests?route=company')) as { requests: Array<{ path: string }> }).requests.filter(
+        (r) => r.path.includes(inn),
+      ).length,
+    close: () => replicas.close(),
+  };
+}
+
+async function processRig(): Promise<Rig> {
+  const key = 'bench-follower';
+  const prefix = `cpgw-bench-follower-${randomBytes(4).toString('hex')}:`;
+  // Every company read answers 80 ms late (one upstream call per round).
+  const emu = await startLiftedEmulator([key], ['--latency', 'company=80']);
+  const { configFile, token } = await writeLiftedGatewayConfig();
+  const env = {
+    CPGW_CONFIG: configFile,
+    CPGW_PORT: '0',
+    CPGW_UPSTREAM_URL: emu.url,
+    CPGW_UPSTREAM_API_KEY: key,
+    CPGW_REDIS_URL: REDIS_URL,
+    CPGW_STORE_PREFIX: prefix,
+  };
+  const ready = /listening on (http:\/\/[^\s)]+)/;
+  const ga = await startCpgw(['start'], env, ready);
+  const gb = await startCpgw(['start'], env, ready);
+  const control = { authorization: `Bearer ${key}` };
+  return {
+    a: ga.match[1]!,
+    b: gb.match[1]!,
+    token,
+    delayNext: async () => {},
+    upstreamCalls: async (inn) => {
+      const res = await fetch(`${emu.url}/_emulator/requests?route=company`, { headers: control });
+      const log = (await res.json()) as { requests: Array<{ path: string }> };
+      return log.requests.filter((r) => r.path.includes(inn)).length;
+    },
+    close: async () => {
+      await Promise.all([stopCpgw(ga.child), stopCpgw(gb.child)]);
+      await stopCpgw(emu.child);
+      await deleteKeysUnder(REDIS_URL, [prefix]);
+    },
+  };
+}
+
+const rig = PROCESSES ? await processRig() : await harnessRig();
+const auth = { authorization: `Bearer ${rig.token}` };
 
 async function read(url: string, inn: string): Promise<{ at: number; body: string; status: number }> {
   const res = await fetch(`${url}/v1/companies/${inn}`, { headers: auth });
@@ -25,37 +102,54 @@ async function read(url: string, inn: string): Promise<{ at: number; body: strin
 }
 
 const gaps: number[] = [];
+// Each read's own time (sent to answered): a leader answered sooner widens the gap by as much
+// while the follower is answered no later; the follower's own time tells the two apart.
+const leaderMs: number[] = [];
+const followerMs: number[] = [];
 let calls = 0;
 try {
   const inns = knownInns(ROUNDS + 5, 5_000);
   for (const [i, inn] of inns.entries()) {
-    await h.emu('/faults', { route: 'company', count: 1, latency_ms: 80 });
-    const a = read(h.gateway.url, inn);
+    await rig.delayNext();
+    const sentA = performance.now();
+    const a = read(rig.a, inn);
     await new Promise((r) => setTimeout(r, 20));
-    const b = read(second.url, inn);
+    const sentB = performance.now();
+    const b = read(rig.b, inn);
     const [ra, rb] = await Promise.all([a, b]);
     if (ra.status !== 200 || rb.status !== 200 || ra.body !== rb.body)
       throw new Error(`round ${i}: answers differ (${ra.status}, ${rb.status})`);
-    const upstream = (
-      (await h.emu('/requests?route=company')) as { requests: Array<{ path: string }> }
-    ).requests.filter((r) => r.path.includes(inn)).length;
+    const upstream = await rig.upstreamCalls(inn);
     calls += upstream;
-    if (i >= 5) gaps.push(rb.at - ra.at); // the first rounds warm both replicas up
+    if (i >= 5) {
+      // the first rounds warm both replicas up
+      gaps.push(rb.at - ra.at);
+      leaderMs.push(ra.at - sentA);
+      followerMs.push(rb.at - sentB);
+    }
   }
 } finally {
-  await replicas.close();
+  await rig.close();
 }
 
-gaps.sort((x, y) => x - y);
-const at = (q: number) => Number(gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))]!.toFixed(2));
+for (const xs of [gaps, leaderMs, followerMs]) xs.sort((x, y) => x - y);
+const quantile = (xs: number[], q: number) =>
+  Number(xs[Math.min(xs.length - 1, Math.floor(q * xs.length))]!.toFixed(2));
+const at = (q: number) => quantile(gaps, q);
 const result = {
   at: new Date().toISOString(),
   rounds: gaps.length,
   followerAfterLeaderMs: { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1) },
+  leaderReadMs: { p50: quantile(leaderMs, 0.5), p90: quantile(leaderMs, 0.9) },
+  followerReadMs: { p50: quantile(followerMs, 0.5), p90: quantile(followerMs, 0.9) },
   upstreamCallsPerRound: calls / (gaps.length + 5),
+  replicas: PROCESSES ? 'separate processes' : 'one process (the test harness)',
   note: 'B (another replica) follows A; B answer time minus A answer time',
 };
 console.log(
-  `follower on another replica, after the leader: p50 ${result.followerAfterLeaderMs.p50} ms, p90 ${result.followerAfterLeaderMs.p90} ms, p99 ${result.followerAfterLeaderMs.p99} ms, max ${result.followerAfterLeaderMs.max} ms; upstream calls per round ${result.upstreamCallsPerRound}`,
+  `follower on another replica, after the leader: p50 ${result.followerAfterLeaderMs.p50} ms, p90 ${result.followerAfterLeaderMs.p90} ms, p99 ${result.followerAfterLeaderMs.p99} ms, max ${result.followerAfterLeaderMs.max} ms; upstream calls per round ${result.upstreamCallsPerRound}; each read's own time p50: leader ${result.leaderReadMs.p50} ms, follower ${result.followerReadMs.p50} ms (sent 20 ms later)`,
 );
-writeFileSync('bench/results/coalesce-follower.json', `${JSON.stringify(result, null, 2)}\n`);
+writeFileSync(
+  PROCESSES ? 'bench/results/coalesce-follower-processes.json' : 'bench/results/coalesce-follower.json',
+  `${JSON.stringify(result, null, 2)}\n`,
+);
