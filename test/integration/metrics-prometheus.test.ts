@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knownInns, personInns } from '../emulator/emulator-harness.ts';
 import { concrete, dashboardQueries } from '../helpers/dashboards.ts';
 import { type ReplicaHarness, startRedisReplicas } from '../helpers/gateway-harness.ts';
+import { msToNextMoscowNoon } from '../helpers/moscow-time.ts';
 import { freePort } from '../helpers/redis.ts';
 
 function prometheusBinary(): string | null {
@@ -205,11 +206,3 @@ describe.skipIf(!binary)('metrics on a real Prometheus', () => {
     expect(await scalarOf('sum(cpgw_budget_soft_crossings_total{app="alpha",period="day"})')).toBe(1);
   }, 90_000);
 });
-
-/** Milliseconds from `now` to the next 12:00 in Europe/Moscow (UTC+3, no daylight saving). */
-function msToNextMoscowNoon(now: number): number {
-  const day = 86_400_000;
-  const noonUtc = 9 * 3_600_000;
-  const sinceMidnightUtc = ((now % day) + day) % day;
-  return (noonUtc - sinceMidnightUtc + day) % day || day;
-}
