@@ -37,6 +37,12 @@ interface Rig {
   close(): Promise<void>;
 }
 
+/** The emulator's request log (GET /_emulator/requests). */
+interface RequestLog {
+  requests: Array<{ path: string }>;
+}
+const callsFor = (inn: string, log: RequestLog) => log.requests.filter((r) => r.path.includes(inn)).length;
+
 async function harnessRig(): Promise<Rig> {
   const replicas = await startRedisReplicas();
   if (!replicas) throw new Error('no Redis: set REDIS_URL or install redis-server');
@@ -49,9 +55,7 @@ async function harnessRig(): Promise<Rig> {
       await h.emu('/faults', { route: 'company', count: 1, latency_ms: 80 });
     },
     upstreamCalls: async (inn) =>
-      ((await h.emu('/requests?route=company')) as { requests: Array<{ path: string }> }).requests.filter(
-        (r) => r.path.includes(inn),
-      ).length,
+      callsFor(inn, (await h.emu('/requests?route=company')) as unknown as RequestLog),
     close: () => replicas.close(),
   };
 }
@@ -81,8 +85,7 @@ async function processRig(): Promise<Rig> {
     delayNext: async () => {},
     upstreamCalls: async (inn) => {
       const res = await fetch(`${emu.url}/_emulator/requests?route=company`, { headers: control });
-      const log = (await res.json()) as { requests: Array<{ path: string }> };
-      return log.requests.filter((r) => r.path.includes(inn)).length;
+      return callsFor(inn, (await res.json()) as RequestLog);
     },
     close: async () => {
       await Promise.all([stopCpgw(ga.child), stopCpgw(gb.child)]);

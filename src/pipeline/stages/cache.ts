@@ -1,8 +1,9 @@
 // Stage: the response cache. Looks up before anything is spent (no budget, no rate slot, no
 // upstream call on a hit), stands in with a stale entry when the upstream fails, and stores what
 // the upstream answered (only the coalescing leader stores; an answer whose re-read is free, a
-// free route's or one an open window covers, just after it is written, off its path). Scopes and check ownership are
-// checked by the stages BEFORE this one: the cache is shared by all apps, its answers are not.
+// free route's or one an open window covers, just after it is written, off its path). Scopes and
+// check ownership are checked by the stages BEFORE this one: the cache is shared by all apps, its
+// answers are not.
 // Reads the company's windows once (a refresh inside an open window is free upstream), alongside
 // the lookup; a first-pass miss of a company's dossier or requisites with no entry at all goes on
 // as closed while that read lands, and is sent only if the store agrees (send condition
@@ -214,8 +215,9 @@ function repeatIsFree(ctx: RequestContext, deps: CacheDeps, out: Answer): boolea
   if (ctx.route.charge === null) return true;
   const need = ctx.shape?.covered;
   if (!need || !ctx.windows) return false;
-  const charged = (out.chargedMinor ?? 0) > 0;
-  if (!charged && !(ctx.covered === true && out.chargedMinor === 0)) return false;
+  const coveredFree = ctx.covered === true && out.chargedMinor === 0;
+  const openedByItsCharge = (out.chargedMinor ?? 0) > 0;
+  if (!coveredFree && !openedByItsCharge) return false;
   return deps.windows.expiry(ctx.windows, need) - deps.clock.now() >= DEFER_SAVE_MIN_WINDOW_MS;
 }
 

@@ -15,8 +15,9 @@
 // window opened at the call's start; its record runs after the answer (ctx.settling), with the
 // company's lock (stages/charge-gate.ts) and the budget holds kept until it is applied, and a
 // shutdown waits for it (ChargeBook.track); it starts on the turn after the answer (on a store
-// that records synchronously it would otherwise end before the answer is written). Should the process die first, the pending entry
-// written before the call finds the charge (the reconciler replays the key). A call with an app
+// that records synchronously it would otherwise end before the answer is written). Should the
+// process die first, the pending entry written before the call finds the charge (the reconciler
+// replays the key). A call with an app
 // Idempotency-Key waits for its record: only the claim can tell whether an earlier request with
 // the same key was counted already (this call then cost 0).
 // Must never: answer a charge before its record when the key may have been counted before; let
@@ -109,10 +110,9 @@ async function settle(ctx: Charged, deps: RecordDeps, charge: OpenCharge, out: A
     chargedMinor = amount;
     if (opens && opensWindowOf(ctx, out))
       windows = deps.windows.openedAt(ctx.windows, opens, ctx.startedAt ?? deps.clock.now());
-    // Started on the next turn, once the answer is written: on the memory and embedded stores the
-    // record runs synchronously (on the embedded one, a SQLite commit and its fsync), so started
-    // here it would end before the answer left. What reads the store's windows right after the
-    // answer waits for ctx.settling (the company's lock, the dossier prefetch).
+    // On the next turn (the header): on the embedded store the record is a SQLite commit and its
+    // fsync. What reads the store's windows right after the answer waits for ctx.settling (the
+    // company's lock, the dossier prefetch).
     const settling = new Promise<void>((r) => setImmediate(r))
       .then(() => recordCharge(ctx, deps, charge, out, amount, true))
       .then(
