@@ -14,19 +14,23 @@ export interface Clock {
 }
 
 /**
- * What ends a sleep early: an AbortSignal, or a Waker. Only these three members are used, so a
- * sleep never needs an EventTarget.
+ * What ends a sleep early (or a wait, or an upstream call: undici takes one as its `signal`): an
+ * AbortSignal, or a Waker. Only these members are used, so none of them needs an EventTarget.
  */
 export interface WakeSignal {
   readonly aborted: boolean;
+  /** Why it aborted, when it says (an AbortSignal's reason; a Waker has none). */
+  readonly reason?: unknown;
   addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
   removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 /**
  * A one-shot wake-up for sleeps, for code that makes and ends one on every call (a lease per
- * coalesced lead and per charge). An AbortController does the same through an EventTarget: a
- * sleep made, woken and ended through one cost 8.4-9.8 us on a 2-core VM, through a Waker 1.0-1.7.
+ * coalesced lead and per charge, a request's client-gone signal, an upstream call's deadline). An
+ * AbortController does the same through an EventTarget: a sleep made, woken and ended through one
+ * cost 8.4-9.8 us on a 2-core VM, through a Waker 1.0-1.7; an AbortController and its signal
+ * alone, 6.3 us on a slower one (issue 33).
  */
 export class Waker implements WakeSignal {
   private woken = false;

@@ -22,7 +22,7 @@
 // once the call's record is applied (stages/charge-gate.ts waits for ctx.settling).
 // Never lets a waiter make a second paid call for what an in-flight call will pay for.
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../clock.ts';
+import type { Clock, WakeSignal } from '../clock.ts';
 import type { StateStore } from '../store/store.ts';
 import { keepAlive } from './lease.ts';
 import type { CompanyWindows, WindowKind, WindowTracker } from './window-tracker.ts';
@@ -76,7 +76,7 @@ export class ChargeGate {
     inn: string,
     need: WindowKind,
     deadline: number,
-    signal?: AbortSignal,
+    signal?: WakeSignal,
     known?: CompanyWindows,
     attempt: GateAttempt = { owner: randomUUID(), retry: false },
   ): Promise<GateResult> {

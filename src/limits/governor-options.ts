@@ -1,6 +1,6 @@
 // What a RateGovernor is built with and what acquire() is asked: the options and their defaults
 // (docs/rate-limits.md, "Configuration"). Types only.
-import type { Clock, Random } from '../clock.ts';
+import type { Clock, Random, WakeSignal } from '../clock.ts';
 import type { RouteName } from '../route-table.ts';
 import type { AppLimits } from './class-book.ts';
 import type { LimitClassConfig, LimitClassName } from './limit-classes.ts';
@@ -53,7 +53,7 @@ export interface AcquireRequest {
   /** X-Max-Wait-Ms; the route class's default when absent. */
   maxWaitMs?: number;
   /** The client went away: the request leaves the queue. */
-  signal?: AbortSignal;
+  signal?: WakeSignal;
   /**
    * Classes of the route this call is known not to spend upstream (a check known not to be
    * cold skips `check`); it then waits only for the others. Never `key` for a key-spending call.

@@ -6,6 +6,7 @@
 import type { CachePolicy } from '../cache/cache-keys.ts';
 import type { RequestDirectives } from '../cache/index.ts';
 import type { CheckTicket } from '../checks/check-tickets.ts';
+import type { WakeSignal } from '../clock.ts';
 import type { AppConfig } from '../config/schema.ts';
 import type { OpenCharge } from '../cost/charge-book.ts';
 import type { CompanyWindows } from '../cost/window-tracker.ts';
@@ -26,8 +27,8 @@ export interface RequestContext {
   rawBody: Buffer | undefined;
   /** Path plus query string, as sent by the app. */
   pathAndQuery: string;
-  /** Aborts when the client goes away before the answer is written. */
-  signal: AbortSignal;
+  /** Aborts when the client goes away before the answer is written (a Waker: no EventTarget per request). */
+  signal: WakeSignal;
   /**
    * What the upstream stage waits for before it sends (send-conditions.ts): the lead (coalesce),
    * the store's windows agreeing with a guess (cache), the charge entry (budget). Each is set by

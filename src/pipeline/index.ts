@@ -22,6 +22,7 @@
 // faults are thrown.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { NO_DIRECTIVES } from '../cache/index.ts';
+import { Waker, type WakeSignal } from '../clock.ts';
 import { lastQueryValues, parseJsonBody } from '../domain/requests.ts';
 import type { IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { RequestContext } from './context.ts';
@@ -146,12 +147,17 @@ function headOnly(headers: FastifyRequest['headers']): FastifyRequest['headers']
 }
 
 /** Aborts when the connection closes before the answer was fully written. */
-function clientGoneSignal(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
+/**
+ * Woken when the client goes away before its answer is written. A Waker, not an AbortController:
+ * every /v1 call makes one, and an AbortController with its signal (an EventTarget) cost ~6 us
+ * to make on a 2-core VM, ~10 us of the pass-through's fastify entry on another (issue 33).
+ */
+function clientGoneSignal(reply: FastifyReply): WakeSignal {
+  const gone = new Waker();
   reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort();
+    if (!reply.raw.writableFinished) gone.wake();
   });
-  return controller.signal;
+  return gone;
 }
 
 declare module 'fastify' {

@@ -7,6 +7,7 @@
 // It never retries and never decides whether a call may start (the governor does); a call not
 // sent comes back as a value ({sent: false, why}) for the caller to act on: the pipeline turns a
 // refusal into 429 rate_limited, a background caller tries again later.
+import type { WakeSignal } from '../clock.ts';
 import type { Denial, LimitClassName, RateGovernor } from '../limits/index.ts';
 import type { RouteName } from '../route-table.ts';
 import {
@@ -44,7 +45,7 @@ export interface GovernedRequest<W extends string = never> extends UpstreamReque
   /** Longest wait in the queue; the class default when undefined. */
   maxWaitMs?: number;
   /** Leaves the queue when aborted (the client went away), even when `signal` is not passed on. */
-  queueSignal?: AbortSignal;
+  queueSignal?: WakeSignal;
   /** Called once the governor lets the call start (before it is sent). */
   onStart?: () => void;
   /** Classes this call is known not to spend (AcquireRequest.skip). */
