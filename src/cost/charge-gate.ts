@@ -22,7 +22,7 @@
 // once the call's record is applied (stages/charge-gate.ts waits for ctx.settling).
 // Never lets a waiter make a second paid call for what an in-flight call will pay for.
 import { randomUUID } from 'node:crypto';
-import type { Clock, WakeSignal } from '../clock.ts';
+import { type Clock, Waker, type WakeSignal } from '../clock.ts';
 import type { StateStore } from '../store/store.ts';
 import { keepAlive } from './lease.ts';
 import type { CompanyWindows, WindowKind, WindowTracker } from './window-tracker.ts';
@@ -134,7 +134,8 @@ export class ChargeGate {
       }
       if (clock.now() >= deadline) throw new ChargeWaitTimeout(inn);
       if (signal?.aborted) throw signal.reason ?? new Error('aborted');
-      await this.wait(inn, Math.min(this.pollMs, Math.max(1, deadline - clock.now())));
+      await this.wait(inn, Math.min(this.pollMs, Math.max(1, deadline - clock.now())), signal);
+      if (signal?.aborted) throw signal.reason ?? new Error('aborted');
     }
   }
 
@@ -144,20 +145,25 @@ export class ChargeGate {
     if (waiters) for (const wake of waiters) wake();
   }
 
-  /** Sleeps (on the injected clock) until a local release for this INN or `ms`, whichever first. */
-  private async wait(inn: string, ms: number): Promise<void> {
+  /**
+   * Sleeps (on the injected clock) until a local release for this INN, `signal` aborting (the
+   * client gone, the lead another replica's) or `ms`, whichever first.
+   */
+  private async wait(inn: string, ms: number, signal?: WakeSignal): Promise<void> {
     let waiters = this.local.get(inn);
     if (!waiters) {
       waiters = new Set();
       this.local.set(inn, waiters);
     }
     const set = waiters;
-    const woken = new AbortController();
-    const wake = () => woken.abort();
+    const woken = new Waker();
+    const wake = () => woken.wake();
     set.add(wake);
+    signal?.addEventListener('abort', wake, { once: true });
     try {
-      await this.options.clock.sleep(ms, woken.signal);
+      await this.options.clock.sleep(ms, woken);
     } finally {
+      signal?.removeEventListener('abort', wake);
       set.delete(wake);
       if (set.size === 0) this.local.delete(inn);
     }

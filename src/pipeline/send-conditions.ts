@@ -41,6 +41,11 @@ export class SendConditions {
     return this.waits.get(condition);
   }
 
+  /** Forgets one condition's wait (its stage goes on without it: a lead now held). */
+  delete(condition: SendCondition): void {
+    this.waits.delete(condition);
+  }
+
   /** Forgets every wait (a stage that starts the stages below it over). */
   clear(): void {
     this.waits.clear();

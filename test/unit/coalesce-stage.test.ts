@@ -10,6 +10,7 @@ import type { RequestContext } from '../../src/pipeline/context.ts';
 import type { PipelineDeps } from '../../src/pipeline/deps.ts';
 import { isRefusal, type Outcome } from '../../src/pipeline/outcome.ts';
 import { refuse } from '../../src/pipeline/refusals.ts';
+import { SendConditions } from '../../src/pipeline/send-conditions.ts';
 import { coalesce } from '../../src/pipeline/stages/coalesce.ts';
 import { routeSpec } from '../../src/route-table.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
@@ -29,6 +30,7 @@ function setup() {
       app: { name: app },
       shape: { kind: 'dossier', inn: '7707083893', covered: 'dossier' },
       deadline: 10_000,
+      sendWhen: new SendConditions(['lead', 'windows', 'charge']),
     }) as unknown as RequestContext;
   return { stage, ctx };
 }

@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type WakeSignal, Waker } from '../../src/clock.ts';
+import { Waker, type WakeSignal } from '../../src/clock.ts';
 import { UpstreamClient, UpstreamFailure } from '../../src/upstream/upstream-client.ts';
 
 let server: Server;

@@ -24,19 +24,24 @@ export const coalesce: StageFactory<CoalesceDeps> = (deps) => {
   const join = async (ctx: RequestContext, next: Next, round: number): Promise<Outcome> => {
     const key = coalesceKey(ctx);
     if (key === null) return next();
-    // A free read (a free route, or a read an open window covers) asks for the cross-replica lead
-    // alongside its rate slot (one round trip, not two): if another replica leads, it gives its
-    // slot back and releases its charge entry, which held nothing. A read that may be charged
-    // asks first, before it opens a charge or takes a company's lock.
-    const early = ctx.route.method === 'GET' && (ctx.route.charge === null || ctx.windowCovered === true);
+    // A GET asks for the cross-replica lead without waiting for it (one round trip, not two in a
+    // row). A free read (a free route, or a read an open window covers) asks alongside its rate
+    // slot: if another replica leads, it gives its slot back and releases its charge entry, which
+    // held nothing. A read that may be charged asks alongside the company's lock: the charge gate
+    // waits for the lead before anything is opened, and a replica that does not lead gives the
+    // lock back and follows (stages/charge-gate.ts). A check (POST) asks first.
+    const early = ctx.route.method === 'GET';
     // Whether it follows is known only once it is answered: a follower's wait span is made then.
     const waitStart = ctx.trace ? now() : 0;
     const { answer, follower } = await deps.coalescer.run<Outcome>(
       key,
       ctx.deadline,
       (lead) => {
-        // The call is sent only once this replica leads it (send condition `lead`).
+        // The call is sent only once this replica leads it (send condition `lead`). Without one
+        // (the lead already held, or in this process only) none is left from an early ask that
+        // another replica won: this replica followed it, then took the lead when it was let go.
         if (lead) ctx.sendWhen.set('lead', lead);
+        else ctx.sendWhen.delete('lead');
         return next();
       },
       (o) => (isAnswer(o) ? o : null),
