@@ -3,11 +3,14 @@
 // change (refresh at once), and a settings-version read at most every `memoMs` on the reserve
 // path (BudgetGuard.refresh, awaited by the budget stage), so a replica that missed the message
 // (pub/sub is a hint, not a queue) still obeys within memoMs. Only when the version moved are the
-// budgets read again.
+// budgets read again. Once started (server/lifecycle.ts), the version is also read in the
+// background every 0.8 memoMs, so while the store answers the reserve path finds the copy checked
+// and never waits for that read (issue 33: on a quiet gateway, one call every memoMs or less often,
+// every paid call and every in-window read waited for it, a store round trip before the open).
 //
 // Must never: throw into the reserve path (a store fault keeps the last copy and is reported;
 // the reserve step itself then meets the same store), or let an older read replace a newer copy.
-import type { Clock } from '../clock.ts';
+import { type Clock, Waker } from '../clock.ts';
 import type { Period } from '../cost/budget-periods.ts';
 import type { FinanceStore, StoredBudget } from './finance-store.ts';
 
@@ -30,6 +33,8 @@ export class BudgetOverrides {
   private readonly memoMs: number;
   /** Set while reads fail: a fault is reported once per outage, not every memoMs. */
   private failing = false;
+  /** The background renewal while started: its stop and its loop. */
+  private keeper: { stop: Waker; loop: Promise<void> } | null = null;
 
   constructor(private readonly options: BudgetOverridesOptions) {
     this.memoMs = options.memoMs ?? 250;
@@ -54,6 +59,38 @@ export class BudgetOverrides {
   /** Brings the copy up to date unless it was checked within memoMs. Never throws. */
   fresh(): Promise<void> {
     if (this.options.clock.now() - this.checkedAt < this.memoMs) return Promise.resolve();
+    return this.read();
+  }
+
+  /**
+   * Reads the version every 0.8 memoMs (on the injected clock) until stop(), so the copy is
+   * renewed before the reserve path would have to wait for it. Idempotent.
+   */
+  start(): void {
+    if (this.keeper) return;
+    const stop = new Waker();
+    const everyMs = Math.max(1, Math.floor(this.memoMs * 0.8));
+    const loop = (async () => {
+      for (;;) {
+        await this.options.clock.sleep(everyMs, stop);
+        if (stop.aborted) return;
+        await this.read();
+      }
+    })();
+    this.keeper = { stop, loop };
+  }
+
+  /** Ends the background renewal (shutdown); a read under way is waited for. */
+  async stop(): Promise<void> {
+    const keeper = this.keeper;
+    this.keeper = null;
+    keeper?.stop.wake();
+    await keeper?.loop;
+    await this.inFlight;
+  }
+
+  /** One read of the version (and the budgets when it moved), shared by whoever asks meanwhile. */
+  private read(): Promise<void> {
     this.inFlight ??= this.load().finally(() => {
       this.inFlight = null;
     });

@@ -28,6 +28,7 @@ export function registerLifecycle(app: FastifyInstance, wiring: Wiring): void {
         return null;
       });
     await pipeline.overrides.fresh();
+    pipeline.overrides.start();
     unsubscribePrices = await store
       .subscribe(PRICES_CHANNEL, (message) => {
         const learned = parseLearnedPrice(message);
@@ -49,6 +50,7 @@ export function registerLifecycle(app: FastifyInstance, wiring: Wiring): void {
     await heartbeat.stop();
     pipeline.moneyClock.stop();
     await unsubscribeBudgets?.().catch(() => {});
+    await pipeline.overrides.stop();
     pipeline.prices.stop();
     await unsubscribePrices?.().catch(() => undefined);
     await checkEvents.close();

@@ -1,7 +1,8 @@
 // Which budget limit applies and when a replica learns of a change (manual clock, memory finance
 // store): an admin override wins over the config until it is returned to config; null removes a
 // cap; a change made behind a replica's back is seen once the memo (250 ms) has passed, not
-// before, and at once after invalidate() (the bus message); a store fault keeps the last copy.
+// before, and at once after invalidate() (the bus message); started, the copy is renewed in the
+// background so the reserve path does not read; a store fault keeps the last copy.
 import { describe, expect, it } from 'vitest';
 import { ADMIN_RIGHTS, authorizeAdmin, roleAllows } from '../../src/auth/admin-roles.ts';
 import { newToken, tokenHash } from '../../src/auth/tokens.ts';
@@ -96,6 +97,47 @@ describe('budget limit resolution', () => {
     });
     await overrides.invalidate();
     expect(guard.resolve('crm', 'day')).toMatchObject({ limitMinor: 1000, source: 'config', version: 2 });
+  });
+
+  it('started, the copy is renewed every 0.8 memo in the background: the reserve path never reads; stop() ends it', async () => {
+    const { clock, finance, overrides, guard } = setup();
+    let reads = 0;
+    const version = finance.settingsVersion.bind(finance);
+    finance.settingsVersion = () => {
+      reads++;
+      return version();
+    };
+    await guard.refresh();
+    expect(reads).toBe(1);
+    overrides.start();
+    overrides.start(); // idempotent: one loop
+    await finance.writeBudget({ budget: stored({ limitMinor: 5 }), expectVersion: 0, audit });
+    const turns = async () => {
+      for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+    };
+    clock.advance(199);
+    await turns();
+    expect(reads).toBe(1);
+    clock.advance(1);
+    await turns();
+    expect(reads).toBe(2);
+    expect(guard.resolve('crm', 'day')).toMatchObject({ limitMinor: 5, source: 'admin' });
+    // Steps of the memo and more on the reserve path: the background renewal answers each.
+    for (let step = 0; step < 5; step++) {
+      clock.advance(200);
+      await turns();
+      const before = reads;
+      await guard.refresh();
+      expect(reads).toBe(before);
+    }
+    expect(reads).toBe(7);
+    await overrides.stop();
+    clock.advance(10_000);
+    await turns();
+    expect(reads).toBe(7);
+    // Stopped, the reserve path reads again once the memo has passed.
+    await guard.refresh();
+    expect(reads).toBe(8);
   });
 
   it('null removes a cap (hasCaps follows); a soft threshold set by finance counts for notices', async () => {
