@@ -73,18 +73,38 @@ export class Admission {
    * says to try again when the first of the two ways can succeed.
    */
   async take(w: Candidate): Promise<Refusal | null> {
-    const { book, clock } = this.o;
-    await this.o.fair.refresh(w.classes);
-    const atOnce = book.atOnceClasses(w, clock.now());
+    const { book, clock, fair } = this.o;
+    // Who waits for and competes for these classes, read again once past refreshMs. When the last
+    // reading says no other app does, the take goes out at once on it and the new reading comes
+    // back in the take's own round trip; if that one says otherwise, the slots are given back and
+    // taken again on it. Any other reading is read first (issue 33: at fewer than ~10 calls a
+    // second per class, every call read it first, a store round trip before its take).
+    let plan = fair.refreshPlan(w.classes);
+    if (plan && !fair.alone(w.classes, w.app)) {
+      await fair.refresh(w.classes);
+      plan = null;
+    }
+    let atOnce = book.atOnceClasses(w, clock.now());
     let soonestMs = Number.POSITIVE_INFINITY;
     for (;;) {
       w.specs = book.specsFor(w, atOnce);
       // The minute log too when this call does not take it (its answer may still move the cap).
       const minute = w.classes.includes('key') ? null : book.activeMinuteCap(clock.now());
-      const result = await this.o.slots.takeSlots(w.specs, w.id, minute ? [book.minuteCapSpec(minute)] : []);
+      const read = minute ? [book.minuteCapSpec(minute)] : [];
+      const folded = plan;
+      plan = null;
+      const result = await this.o.slots.takeSlots(w.specs, w.id, folded ? [...read, ...folded.specs] : read);
+      if (folded && !result.ok) await fair.refresh(w.classes);
       if (result.ok) {
-        w.states = result.states;
-        return null;
+        const states = result.states ?? [];
+        w.states = folded ? states.slice(0, states.length - folded.specs.length) : states;
+        if (!folded) return null;
+        folded.apply(states.slice(states.length - folded.specs.length));
+        if (fair.alone(w.classes, w.app)) return null;
+        // Another app waits or competes after all: this take is made again on the new reading.
+        await this.giveBack(w);
+        atOnce = book.atOnceClasses(w, clock.now());
+        continue;
       }
       const cls: StoreClass = decodeStoreClass(result.name) ?? { kind: 'class', cls: w.classes[0] ?? 'key' };
       if (cls.kind === 'class' && atOnce.delete(cls.cls)) {

@@ -109,6 +109,20 @@ export class FairShare {
   }
 
   /**
+   * Whether, as last read, no app other than `app` waits for or competes for any of these classes
+   * (its share is the whole class and nothing paces it for another app's sake).
+   */
+  alone(classes: readonly LimitClassName[], app: string): boolean {
+    for (const c of classes) {
+      const reading = this.waiting.get(c);
+      if (!reading) return false;
+      for (const other of reading.apps) if (other !== app) return false;
+      for (const other of reading.refused) if (other !== app) return false;
+    }
+    return true;
+  }
+
+  /**
    * Whether an app other than `app` competes for the class: it was refused it by the class or its
    * pacing (and perhaps waits for it still) within the window. Waiting for the upstream's minute
    * cap alone is not competing.
