@@ -10,8 +10,9 @@
 //
 // Must never: throw into the reserve path (a store fault keeps the last copy and is reported;
 // the reserve step itself then meets the same store), or let an older read replace a newer copy.
-import { type Clock, Waker } from '../clock.ts';
+import type { Clock } from '../clock.ts';
 import type { Period } from '../cost/budget-periods.ts';
+import { keepAlive, type Lease } from '../cost/lease.ts';
 import type { FinanceStore, StoredBudget } from './finance-store.ts';
 
 /** The bus channel a budget change is announced on (message: the new settings version). */
@@ -33,8 +34,8 @@ export class BudgetOverrides {
   private readonly memoMs: number;
   /** Set while reads fail: a fault is reported once per outage, not every memoMs. */
   private failing = false;
-  /** The background renewal while started: its stop and its loop. */
-  private keeper: { stop: Waker; loop: Promise<void> } | null = null;
+  /** The background renewal while started. */
+  private keeper: Lease | null = null;
 
   constructor(private readonly options: BudgetOverridesOptions) {
     this.memoMs = options.memoMs ?? 250;
@@ -67,25 +68,16 @@ export class BudgetOverrides {
    * renewed before the reserve path would have to wait for it. Idempotent.
    */
   start(): void {
-    if (this.keeper) return;
-    const stop = new Waker();
-    const everyMs = Math.max(1, Math.floor(this.memoMs * 0.8));
-    const loop = (async () => {
-      for (;;) {
-        await this.options.clock.sleep(everyMs, stop);
-        if (stop.aborted) return;
-        await this.read();
-      }
-    })();
-    this.keeper = { stop, loop };
+    // load() never throws: the loop goes on through store faults, which it reports itself.
+    this.keeper ??= keepAlive(this.options.clock, Math.max(1, Math.floor(this.memoMs * 0.8)), () =>
+      this.read().then(() => true),
+    );
   }
 
   /** Ends the background renewal (shutdown); a read under way is waited for. */
   async stop(): Promise<void> {
-    const keeper = this.keeper;
+    this.keeper?.stop();
     this.keeper = null;
-    keeper?.stop.wake();
-    await keeper?.loop;
     await this.inFlight;
   }
 

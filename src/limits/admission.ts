@@ -97,9 +97,10 @@ export class Admission {
       if (folded && !result.ok) await fair.refresh(w.classes);
       if (result.ok) {
         const states = result.states ?? [];
-        w.states = folded ? states.slice(0, states.length - folded.specs.length) : states;
+        const own = states.length - (folded?.specs.length ?? 0);
+        w.states = states.slice(0, own);
         if (!folded) return null;
-        folded.apply(states.slice(states.length - folded.specs.length));
+        folded.apply(states.slice(own));
         if (fair.alone(w.classes, w.app)) return null;
         // Another app waits or competes after all: this take is made again on the new reading.
         await this.giveBack(w);

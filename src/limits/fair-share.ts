@@ -114,10 +114,9 @@ export class FairShare {
    */
   alone(classes: readonly LimitClassName[], app: string): boolean {
     for (const c of classes) {
-      const reading = this.waiting.get(c);
-      if (!reading) return false;
-      for (const other of reading.apps) if (other !== app) return false;
-      for (const other of reading.refused) if (other !== app) return false;
+      const apps = this.waiting.get(c)?.apps;
+      if (!apps || this.competing(c, app)) return false;
+      for (const other of apps) if (other !== app) return false;
     }
     return true;
   }

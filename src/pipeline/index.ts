@@ -146,7 +146,6 @@ function headOnly(headers: FastifyRequest['headers']): FastifyRequest['headers']
   return { ...headers, 'cache-control': cc ? `${cc}, only-if-cached` : 'only-if-cached' };
 }
 
-/** Aborts when the connection closes before the answer was fully written. */
 /**
  * Woken when the client goes away before its answer is written. A Waker, not an AbortController:
  * every /v1 call makes one, and an AbortController with its signal (an EventTarget) cost ~6 us

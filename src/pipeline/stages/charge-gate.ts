@@ -17,7 +17,6 @@ import { randomUUID } from 'node:crypto';
 import { Waker, type WakeSignal } from '../../clock.ts';
 import { ChargeWaitTimeout } from '../../cost/charge-gate.ts';
 import { endWithError } from '../../ops/tracing.ts';
-import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { unsent } from '../outcome.ts';
 import { upstreamUnavailable } from '../refusals.ts';
@@ -33,12 +32,13 @@ export type ChargeGateDeps = Pick<
 export const chargeGate: StageFactory<ChargeGateDeps> = (deps) => async (ctx, next) => {
   const need = ctx.shape?.covered ?? null;
   if (ctx.shape === null || ctx.app === null) return next();
+  // Asked for without waiting (the coalesce stage's early lead), or already held (undefined).
+  const lead = ctx.sendWhen.get('lead');
+  const notLeading = async () => lead !== undefined && !(await lead);
   // A charged read no window covers (a person): no gate, but nothing is opened before the lead.
-  if (need === null) return (await leads(ctx)) ? next() : unsent('not_leader');
+  if (need === null) return (await notLeading()) ? unsent('not_leader') : next();
   let gate: Awaited<ReturnType<typeof deps.gate.enter>>;
   const span = ctx.trace?.child('charge gate wait');
-  // Asked for with the lock (the coalesce stage's early lead), or already held (undefined).
-  const lead = ctx.sendWhen.get('lead');
   const stop = lead ? untilNotLeading(ctx.signal, lead) : ctx.signal;
   try {
     // The cache stage has just read the windows: the gate's first look reuses them.
@@ -54,7 +54,7 @@ export const chargeGate: StageFactory<ChargeGateDeps> = (deps) => async (ctx, ne
       storeRetry(ctx, deps),
     );
   } catch (err) {
-    if (lead && !(await lead)) {
+    if (await notLeading()) {
       endWithError(span, 'not_leader');
       return unsent('not_leader');
     }
@@ -63,7 +63,7 @@ export const chargeGate: StageFactory<ChargeGateDeps> = (deps) => async (ctx, ne
       return upstreamUnavailable('charge_in_flight', { inn: ctx.shape.inn });
     throw err;
   }
-  if (gate.charged && lead && !(await lead)) {
+  if (gate.charged && (await notLeading())) {
     // Another replica leads this very call: the lock this one took is given back now. (A covered
     // read holds nothing: its lead stays a send condition, asked for alongside its rate slot.)
     await gate
@@ -101,12 +101,6 @@ export const chargeGate: StageFactory<ChargeGateDeps> = (deps) => async (ctx, ne
     else await release();
   }
 };
-
-/** False when the lead asked for without waiting (stages/coalesce.ts) went to another replica. */
-async function leads(ctx: RequestContext): Promise<boolean> {
-  const lead = ctx.sendWhen.get('lead');
-  return lead === undefined || (await lead);
-}
 
 /** Aborts when the client goes away or the lead asked for alongside the lock went to another replica. */
 function untilNotLeading(gone: WakeSignal, lead: Promise<boolean>): WakeSignal {

@@ -17,9 +17,8 @@
 // shutdown waits for it (ChargeBook.track); it starts on the turn after the answer (on a store
 // that records synchronously it would otherwise end before the answer is written). Should the
 // process die first, the pending entry written before the call finds the charge (the reconciler
-// replays the key). A call with an app
-// Idempotency-Key waits for its record: only the claim can tell whether an earlier request with
-// the same key was counted already (this call then cost 0).
+// replays the key). A call with an app Idempotency-Key waits for its record: only the claim can
+// tell whether an earlier request with the same key was counted already (this call then cost 0).
 // Must never: answer a charge before its record when the key may have been counted before; let
 // ctx.settling reject; end a hold before the record or release that settles it.
 import { foundIn } from '../../checks/cold-checks.ts';
