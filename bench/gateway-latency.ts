@@ -55,12 +55,16 @@ import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { completeInn } from '../src/domain/identifiers.ts';
-import { isUnknownInn } from '../src/emulator/data/core.ts';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
-import { noCacheGet, quantileMs, startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
+import {
+  freshInns,
+  noCacheGet,
+  quantileMs,
+  startLiftedEmulator,
+  writeLiftedGatewayConfig,
+} from './pass-through-rig.ts';
 
 const args = process.argv.slice(2);
 const argValue = (name: string): string | undefined => {
@@ -102,16 +106,6 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RUN = randomBytes(4).toString('hex');
 const prefixOf = (label: Label) => `cpgw-bench-latency-${RUN}-${label.replace('+', '-').replace('@', '-')}:`;
 const LOAD_AT_START = loadavg()[0]!;
-
-/** Valid INNs the emulator has a dossier for, `count` from `client`'s own range (no two clients share one). */
-function freshInns(client: number, count: number): string[] {
-  const out: string[] = [];
-  for (let i = 0; out.length < count; i++) {
-    const inn = completeInn(String(600_000_000 + client * 1_000_000 + i));
-    if (!isUnknownInn(inn)) out.push(inn);
-  }
-  return out;
-}
 
 async function redisAnswers(): Promise<boolean> {
   const probe = new Redis(REDIS_URL, {

@@ -5,19 +5,33 @@
 // state and the difference between them is not drowned by the ±10 % that separate runs of
 // bench/gateway-latency.ts move by. Each client has its own upstream account (coverage windows
 // are per account) and each Redis gateway its own key prefix (only its keys are deleted).
-// Prints added p50/p99 per build and writes bench/results/pass-through-ab.json.
-//   node bin/run-ts.js bench/pass-through-ab.ts [--store redis|memory] [--n 2000]
-//        [--path /v1/companies/7707083893] <build dir> <build dir> ...
+// Prints added p50/p99 per build and the CPU each gateway process spent per call (all its
+// threads, and its main thread alone: /proc, 10 ms ticks over the measured rounds, so work a
+// call leaves for after its answer counts too), and writes bench/results/pass-through-ab.json.
+// --paid: every call reads a company its client has not read (no Cache-Control), so each
+// gateway call is a charged MISS (estimate, reserve, the company's lock, the upstream call,
+// record, the cache write) and each direct call is charged too.
+// --store: memory (money in memory, store.stateDir null), embedded (the default: money in
+// SQLite under a state directory of its own) or redis.
+//   node bin/run-ts.js bench/pass-through-ab.ts [--store redis|memory|embedded] [--n 2000]
+//        [--paid] [--path /v1/companies/7707083893] <build dir> <build dir> ...
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefixes.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { startCpgw } from './cpgw-process.ts';
-import { noCacheGet, quantileMs, startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
+import {
+  freshInns,
+  noCacheGet,
+  quantileMs,
+  startLiftedEmulator,
+  writeLiftedGatewayConfig,
+} from './pass-through-rig.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -26,14 +40,17 @@ const { values, positionals } = parseArgs({
     n: { type: 'string', default: '2000' },
     warmup: { type: 'string', default: '300' },
     path: { type: 'string', default: '/v1/companies/7707083893' },
+    paid: { type: 'boolean', default: false },
   },
 });
-const store = values.store === 'memory' ? 'memory' : 'redis';
+const store = values.store === 'memory' || values.store === 'embedded' ? values.store : 'redis';
 const N = Number(values.n);
 const WARMUP = Number(values.warmup);
 const builds = positionals.map((p) => resolve(p));
 if (builds.length < 1 || !Number.isInteger(N) || N < 1) {
-  console.error('usage: bench/pass-through-ab.ts [--store redis|memory] [--n N] [--path P] <build dir>...');
+  console.error(
+    'usage: bench/pass-through-ab.ts [--store redis|memory|embedded] [--n N] [--paid] [--path P] <build dir>...',
+  );
   process.exit(2);
 }
 for (const dir of builds) {
@@ -44,9 +61,15 @@ for (const dir of builds) {
 
 const DIRECT_KEY = 'ab-direct';
 const gatewayKey = (i: number) => `ab-gateway-${i}`;
-const emu = await startLiftedEmulator([DIRECT_KEY, ...builds.map((_, i) => gatewayKey(i))]);
+// --paid: a wallet for every charge of the run (the default 10,000,000 kopecks pays ~1,000 dossiers).
+const emu = await startLiftedEmulator(
+  [DIRECT_KEY, ...builds.map((_, i) => gatewayKey(i))],
+  values.paid ? ['--wallet', '1000000000000'] : [],
+);
 const emuUrl = emu.url;
-const { configFile, token } = await writeLiftedGatewayConfig();
+const { configFile, token } = await writeLiftedGatewayConfig(
+  store === 'memory' ? { extra: 'store:\n  stateDir: null\n' } : {},
+);
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefixes = builds.map((_, i) => `cpgw-bench-ab-${randomBytes(4).toString('hex')}-${i}:`);
 const gateways = [];
@@ -58,6 +81,7 @@ for (const [i, build] of builds.entries()) {
     CPGW_UPSTREAM_API_KEY: gatewayKey(i),
   };
   if (store === 'redis') Object.assign(env, { CPGW_REDIS_URL: REDIS_URL, CPGW_STORE_PREFIX: prefixes[i] });
+  if (store === 'memory') env.CPGW_STATE_DIR = ''; // the config's stateDir null holds: money in memory
   gateways.push(
     await startCpgw(['start'], env, /listening on (http:\/\/[^\s)]+)/, join(build, 'bin/cpgw.js')),
   );
@@ -65,28 +89,68 @@ for (const [i, build] of builds.entries()) {
 
 const direct = new Pool(emuUrl, { connections: 1 });
 const pools = gateways.map((g) => new Pool(g.match[1]!, { connections: 1 }));
-const once = async (pool: Pool, auth: string) => (await noCacheGet(pool, values.path, auth)).ms;
+/** Each client's own never-read companies (--paid): client 0 direct, 1.. the gateways. */
+const inns = [DIRECT_KEY, ...pools].map((_, i) => (values.paid ? freshInns(i, WARMUP + N + 1) : []));
+const used = inns.map(() => 0);
+const once = async (client: number, pool: Pool, auth: string) => {
+  if (!values.paid) return (await noCacheGet(pool, values.path, auth)).ms;
+  const path = `/v1/companies/${inns[client]![used[client]!++]}`;
+  const t0 = performance.now();
+  const res = await pool.request({ method: 'GET', path, headers: { authorization: `Bearer ${auth}` } });
+  await res.body.arrayBuffer();
+  const ms = performance.now() - t0;
+  const charged = Number(res.headers['x-charged-minor'] ?? 0);
+  if (res.statusCode !== 200 || !(charged > 0))
+    throw new Error(`${path}: ${res.statusCode}, X-Charged-Minor ${res.headers['x-charged-minor']}`);
+  if (client > 0 && res.headers['x-cache'] !== 'MISS')
+    throw new Error(`${path}: X-Cache ${res.headers['x-cache']}`);
+  return ms;
+};
 
-for (const pool of pools) await once(pool, token); // opens each gateway's window (one charge each)
+/** CPU ticks (utime + stime, 1/100 s) of a process and of its main thread. */
+const ticks = (pid: number) => {
+  const read = (file: string) => {
+    const fields = readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+  };
+  return { all: read(`/proc/${pid}/stat`), main: read(`/proc/${pid}/task/${pid}/stat`) };
+};
+const pids = gateways.map((g) => g.child.process.pid!);
+
+for (const [j, pool] of pools.entries()) await once(j + 1, pool, token); // opens each gateway's window (one charge each)
 const directMs: number[] = [];
 const added = pools.map(() => [] as number[]);
+let cpuAt: { all: number; main: number }[] = [];
 for (let round = 0; round < WARMUP + N; round++) {
-  const d = await once(direct, DIRECT_KEY);
+  if (round === WARMUP) cpuAt = pids.map(ticks);
+  const d = await once(0, direct, DIRECT_KEY);
   const order = round % 2 === 0 ? [...pools.keys()] : [...pools.keys()].reverse();
   const ms: number[] = [];
-  for (const j of order) ms[j] = await once(pools[j]!, token);
+  for (const j of order) ms[j] = await once(j + 1, pools[j]!, token);
   if (round < WARMUP) continue;
   directMs.push(d);
   for (const [j, x] of ms.entries()) added[j]!.push(x - d);
   if ((round - WARMUP + 1) % 500 === 0) console.error(`${round - WARMUP + 1}/${N} rounds`);
 }
+await new Promise((r) => setTimeout(r, 200)); // what the last calls left for after their answers
+const cpuEnd = pids.map(ticks);
 const q = quantileMs;
+/** ms of CPU per call from 1/100 s ticks. */
+const perCall = (t: number) => Math.round((t * 10_000) / N) / 1000;
 const rows = builds.map((build, j) => ({
   build,
   added_ms: { p50: q(added[j]!, 0.5), p99: q(added[j]!, 0.99) },
+  cpu_ms_per_call: {
+    process: perCall(cpuEnd[j]!.all - cpuAt[j]!.all),
+    main_thread: perCall(cpuEnd[j]!.main - cpuAt[j]!.main),
+  },
 }));
-console.log(`${store} ${values.path}: direct p50 ${q(directMs, 0.5)} ms`);
-for (const r of rows) console.log(`  ${r.build}: added p50 ${r.added_ms.p50}, p99 ${r.added_ms.p99} ms`);
+const what = values.paid ? 'paid miss (a new company per call)' : values.path;
+console.log(`${store} ${what}: direct p50 ${q(directMs, 0.5)} ms`);
+for (const r of rows)
+  console.log(
+    `  ${r.build}: added p50 ${r.added_ms.p50}, p99 ${r.added_ms.p99} ms; CPU per call ${r.cpu_ms_per_call.process} ms (main thread ${r.cpu_ms_per_call.main_thread})`,
+  );
 
 await direct.close();
 for (const pool of pools) await pool.close();
@@ -96,6 +160,6 @@ if (store === 'redis') await deleteKeysUnder(REDIS_URL, prefixes);
 await mkdir('bench/results', { recursive: true });
 await writeFile(
   'bench/results/pass-through-ab.json',
-  `${JSON.stringify({ bench: 'pass-through-ab', at: new Date().toISOString(), node: process.version, store, path: values.path, n: N, direct_ms: { p50: q(directMs, 0.5) }, rows }, null, 2)}\n`,
+  `${JSON.stringify({ bench: 'pass-through-ab', at: new Date().toISOString(), node: process.version, store, path: values.paid ? 'paid' : values.path, n: N, direct_ms: { p50: q(directMs, 0.5) }, rows }, null, 2)}\n`,
 );
 console.log('written bench/results/pass-through-ab.json');

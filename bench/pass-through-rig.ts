@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pool } from 'undici';
 import { newToken, tokenHash } from '../src/auth/tokens.ts';
+import { completeInn } from '../src/domain/identifiers.ts';
+import { isUnknownInn } from '../src/emulator/data/core.ts';
 import { type Child, startCpgw } from './cpgw-process.ts';
 
 /** `keys`: upstream keys, each its own account (1, 2, ...); `extra`: more `cpgw emulator` options. */
@@ -91,4 +93,14 @@ export async function noCacheGet(
 export function quantileMs(xs: readonly number[], q: number): number {
   const sorted = [...xs].sort((a, b) => a - b);
   return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 1000) / 1000;
+}
+
+/** Valid INNs the emulator has a dossier for, `count` from `client`'s own range (no two clients share one). */
+export function freshInns(client: number, count: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; out.length < count; i++) {
+    const inn = completeInn(String(600_000_000 + client * 1_000_000 + i));
+    if (!isUnknownInn(inn)) out.push(inn);
+  }
+  return out;
 }
