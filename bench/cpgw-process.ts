@@ -17,6 +17,14 @@ export interface Child {
   tail(): string;
 }
 
+/** Children still running: those never told to stop are killed when the bench process exits,
+ * however it ends (a bench that threw must not leave gateways behind to load the next run's
+ * machine); one sent SIGTERM is left to finish its shutdown. */
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const proc of live) if (!proc.killed) proc.kill('SIGKILL');
+});
+
 let built = false;
 /** Builds dist/ if src/ changed since the last build (once per bench process); throws if tsc fails. */
 export function ensureBuilt(): void {
@@ -62,6 +70,7 @@ export function startCpgw(
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  live.add(proc);
   let out = '';
   const child: Child = { process: proc, tail: () => out };
   return new Promise((resolve, reject) => {
@@ -82,6 +91,7 @@ export function startCpgw(
     proc.stdout!.on('data', on);
     proc.stderr!.on('data', on);
     proc.once('exit', (code) => {
+      live.delete(proc);
       if (ownState) rmSync(ownState, { recursive: true, force: true });
       if (!started) reject(new Error(`exited ${code}: ${out}`));
     });
