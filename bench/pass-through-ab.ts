@@ -79,6 +79,9 @@ for (const [i, build] of builds.entries()) {
     CPGW_PORT: '0',
     CPGW_UPSTREAM_URL: emuUrl,
     CPGW_UPSTREAM_API_KEY: gatewayKey(i),
+    // /metrics on the main port (its GC counts, below); the metrics listener on a port of its own.
+    CPGW_METRICS_ON_MAIN_PORT: 'true',
+    CPGW_METRICS_PORT: '0',
   };
   if (store === 'redis') Object.assign(env, { CPGW_REDIS_URL: REDIS_URL, CPGW_STORE_PREFIX: prefixes[i] });
   if (store === 'memory') env.CPGW_STATE_DIR = ''; // the config's stateDir null holds: money in memory
@@ -116,13 +119,30 @@ const ticks = (pid: number) => {
   return { all: read(`/proc/${pid}/stat`), main: read(`/proc/${pid}/task/${pid}/stat`) };
 };
 const pids = gateways.map((g) => g.child.process.pid!);
+/** The gateway's collector so far (its own /metrics: prom-client's nodejs_gc_duration_seconds). */
+const gcOf = async (pool: Pool) => {
+  const res = await pool.request({ method: 'GET', path: '/metrics' });
+  const text = await res.body.text();
+  const value = (name: string): Record<string, number> =>
+    Object.fromEntries(
+      [...text.matchAll(new RegExp(`^${name}\\{kind="(\\w+)"\\} ([\\d.e+-]+)$`, 'gm'))].map((m) => [
+        m[1]!,
+        Number(m[2]),
+      ]),
+    );
+  return { count: value('nodejs_gc_duration_seconds_count'), sum: value('nodejs_gc_duration_seconds_sum') };
+};
 
 for (const [j, pool] of pools.entries()) await once(j + 1, pool, token); // opens each gateway's window (one charge each)
 const directMs: number[] = [];
 const added = pools.map(() => [] as number[]);
 let cpuAt: { all: number; main: number }[] = [];
+let gcAt: Awaited<ReturnType<typeof gcOf>>[] = [];
 for (let round = 0; round < WARMUP + N; round++) {
-  if (round === WARMUP) cpuAt = pids.map(ticks);
+  if (round === WARMUP) {
+    gcAt = await Promise.all(pools.map(gcOf));
+    cpuAt = pids.map(ticks);
+  }
   const d = await once(0, direct, DIRECT_KEY);
   const order = round % 2 === 0 ? [...pools.keys()] : [...pools.keys()].reverse();
   const ms: number[] = [];
@@ -134,12 +154,24 @@ for (let round = 0; round < WARMUP + N; round++) {
 }
 await new Promise((r) => setTimeout(r, 200)); // what the last calls left for after their answers
 const cpuEnd = pids.map(ticks);
+const gcEnd = await Promise.all(pools.map(gcOf));
 const q = quantileMs;
 /** ms of CPU per call from 1/100 s ticks. */
 const perCall = (t: number) => Math.round((t * 10_000) / N) / 1000;
 const rows = builds.map((build, j) => ({
   build,
   added_ms: { p50: q(added[j]!, 0.5), p99: q(added[j]!, 0.99) },
+  /** Collections per 1,000 calls and ms of collector pause per call, by kind (major, minor, incremental). */
+  gc: Object.fromEntries(
+    Object.keys(gcEnd[j]!.count).map((kind) => [
+      kind,
+      {
+        per_1000_calls:
+          Math.round(((gcEnd[j]!.count[kind]! - (gcAt[j]!.count[kind] ?? 0)) * 10_000) / N) / 10,
+        ms_per_call: Math.round(((gcEnd[j]!.sum[kind]! - (gcAt[j]!.sum[kind] ?? 0)) * 1e6) / N) / 1000,
+      },
+    ]),
+  ),
   cpu_ms_per_call: {
     process: perCall(cpuEnd[j]!.all - cpuAt[j]!.all),
     main_thread: perCall(cpuEnd[j]!.main - cpuAt[j]!.main),
@@ -149,7 +181,11 @@ const what = values.paid ? 'paid miss (a new company per call)' : values.path;
 console.log(`${store} ${what}: direct p50 ${q(directMs, 0.5)} ms`);
 for (const r of rows)
   console.log(
-    `  ${r.build}: added p50 ${r.added_ms.p50}, p99 ${r.added_ms.p99} ms; CPU per call ${r.cpu_ms_per_call.process} ms (main thread ${r.cpu_ms_per_call.main_thread})`,
+    `  ${r.build}: added p50 ${r.added_ms.p50}, p99 ${r.added_ms.p99} ms; CPU per call ${r.cpu_ms_per_call.process} ms (main thread ${r.cpu_ms_per_call.main_thread}); GC per 1,000 calls: ${Object.entries(
+      r.gc,
+    )
+      .map(([kind, g]) => `${kind} ${g.per_1000_calls} (${g.ms_per_call} ms a call)`)
+      .join(', ')}`,
   );
 
 await direct.close();

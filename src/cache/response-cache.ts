@@ -96,11 +96,15 @@ export class ResponseCache {
   /**
    * Per key (the last LAST_PACKED_KEYS keys stored), the last body compressed and its copy
    * under the compression config of then: storing the same body again costs a comparison, not
-   * a compression (brotli 5 of a ~100 KB dossier is ~4.5 ms of CPU).
+   * a compression (brotli 5 of a ~100 KB dossier is ~4.5 ms of CPU). A key stored for the first
+   * time is only marked (null): a body is kept from its second store on. Keeping every first
+   * body (each paid miss's ~100 KB) held it past the young generation, and a promoted buffer is
+   * freed only by a full mark-compact: one every ~30 paid misses, 4-15 ms each
+   * (docs/performance.md, sixth pass).
    */
   private readonly lastPacked = new Map<
     string,
-    { identity: Buffer; body: Buffer; packedEncoding: BodyEncoding; encoding: string; level: number }
+    { identity: Buffer; body: Buffer; packedEncoding: BodyEncoding; encoding: string; level: number } | null
   >();
   private readonly clock: Clock;
   private config: CacheConfig;
@@ -333,18 +337,16 @@ export class ResponseCache {
   ): void {
     if (identity.length < this.config.compression.minBytes) return;
     const { encoding, level } = this.config.compression;
+    const again = this.lastPacked.has(key);
     this.lastPacked.delete(key);
     if (this.lastPacked.size >= LAST_PACKED_KEYS) {
       const oldest = this.lastPacked.keys().next().value;
       if (oldest !== undefined) this.lastPacked.delete(oldest);
     }
-    this.lastPacked.set(key, {
-      identity,
-      body: packed.body,
-      packedEncoding: packed.encoding,
-      encoding,
-      level,
-    });
+    this.lastPacked.set(
+      key,
+      again ? { identity, body: packed.body, packedEncoding: packed.encoding, encoding, level } : null,
+    );
   }
 
   /** A stored entry as an answer, without counting a hit (coalesced followers after the leader saved). */
