@@ -147,10 +147,12 @@ const result = {
   followerReadMs: { p50: quantile(followerMs, 0.5), p90: quantile(followerMs, 0.9) },
   upstreamCallsPerRound: calls / (gaps.length + 5),
   replicas: PROCESSES ? 'separate processes' : 'one process (the test harness)',
+  /** Issue 33: the follower < 5 ms p50 after the leader (judged on --processes: replicas as deployed). */
+  issue_33_target_met: at(0.5) < 5,
   note: 'B (another replica) follows A; B answer time minus A answer time',
 };
 console.log(
-  `follower on another replica, after the leader: p50 ${result.followerAfterLeaderMs.p50} ms, p90 ${result.followerAfterLeaderMs.p90} ms, p99 ${result.followerAfterLeaderMs.p99} ms, max ${result.followerAfterLeaderMs.max} ms; upstream calls per round ${result.upstreamCallsPerRound}; each read's own time p50: leader ${result.leaderReadMs.p50} ms, follower ${result.followerReadMs.p50} ms (sent 20 ms later)`,
+  `follower on another replica, after the leader: p50 ${result.followerAfterLeaderMs.p50} ms (issue 33's < 5 ms: ${result.issue_33_target_met ? 'met' : 'missed'}), p90 ${result.followerAfterLeaderMs.p90} ms, p99 ${result.followerAfterLeaderMs.p99} ms, max ${result.followerAfterLeaderMs.max} ms; upstream calls per round ${result.upstreamCallsPerRound}; each read's own time p50: leader ${result.leaderReadMs.p50} ms, follower ${result.followerReadMs.p50} ms (sent 20 ms later)`,
 );
 writeFileSync(
   PROCESSES ? 'bench/results/coalesce-follower-processes.json' : 'bench/results/coalesce-follower.json',
