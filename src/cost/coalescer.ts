@@ -321,14 +321,23 @@ export class Coalescer {
       // Followers are told when one said it waits, or when none can find an answer (they then
       // take the lock); an answer parked for nobody is announced to nobody.
       const tell = small ? await wanted() : true;
+      let announced = false;
       if (small && tell) {
-        await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).catch(() => {});
+        // Stored: its followers are told at once, not after the release's reply (a parked
+        // answer is theirs whoever holds the lock by then; one round trip off the follower).
+        announced = await store.putBlob(parkedKey(key, owner), encode(parked), PARK_MS).then(
+          () => true,
+          () => false,
+        );
       }
       lease?.stop();
       const release = store.releaseLock(`coalesce:lock:${key}`, owner);
       released();
+      if (announced) this.announce(key);
       await release.catch(() => {});
-      if (tell) this.announce(key);
+      // Nothing parked (none wanted, too large, or the blob not stored): followers look for the
+      // lock, so they are told once it is free.
+      if (tell && !announced) this.announce(key);
     })().finally(() => {
       released();
       this.handOvers.delete(handOver);

@@ -96,3 +96,31 @@ it('without a bus the follower waits for its poll (control)', async () => {
   expect(got).toBe('dossier');
   await follower;
 });
+
+it("with the bus, the follower is told of a parked answer without waiting for the leader's release reply", async () => {
+  const { clock, store, a, b } = twoReplicas(true);
+  // The store applies the release at once but its reply is held back (a slow round trip).
+  let answerRelease!: () => void;
+  const replyHeld = new Promise<void>((resolve) => {
+    answerRelease = resolve;
+  });
+  const release = store.releaseLock.bind(store);
+  store.releaseLock = (lock, owner) => release(lock, owner).then((v) => replyHeld.then(() => v));
+  const up = pausedCall();
+  const leader = a.run('k', clock.now() + 60_000, up.call, park, onDemand);
+  await turns(5);
+  let got: string | null = null;
+  const follower = b.run('k', clock.now() + 60_000, up.call, park, onDemand).then((r) => {
+    got = r.answer.body.toString();
+    return r;
+  });
+  await turns(20);
+  up.finish('dossier');
+  await leader;
+  await turns(50);
+  expect(got).toBe('dossier'); // before the release's reply
+  expect((await follower).follower).toBe(true);
+  expect(up.calls()).toBe(1);
+  answerRelease();
+  await Promise.all([a.idle(), b.idle(), a.close(), b.close()]);
+});
