@@ -45,6 +45,8 @@ export class IdempotencyStore {
     }
     this.sweep(now);
     const entry: Entry = { state: 'running', fingerprint, createdAt: now };
+    // Deleted first: a Map keeps a replaced key's place, and sweep() needs the oldest first.
+    this.entries.delete(id);
     this.entries.set(id, entry);
     return {
       kind: 'new',
@@ -64,10 +66,17 @@ export class IdempotencyStore {
     this.entries.clear();
   }
 
+  /**
+   * Drops expired answers, oldest first, up to the first key still live: entries are in the
+   * order they began (begin() re-inserts a key it starts again), so the rest are live too. It
+   * walked every key on every new one before, ~20 µs a request at 3,000 keys and growing, which
+   * benches that send a key on every call (the gateway does) counted as the gateway's time.
+   */
   private sweep(now: number): void {
     if (this.entries.size < 1024) return;
     for (const [id, entry] of this.entries) {
-      if (entry.createdAt + IDEMPOTENCY_TTL_MS <= now && entry.state === 'done') this.entries.delete(id);
+      if (entry.createdAt + IDEMPOTENCY_TTL_MS > now) break;
+      if (entry.state === 'done') this.entries.delete(id);
     }
   }
 }

@@ -79,6 +79,26 @@ describe('idempotency store', () => {
     expect(store.begin(1, 'k', 'B').kind).toBe('new');
   });
 
+  it('expired answers go oldest first, a key begun again counted from its new start', () => {
+    const clock = new ManualClock(0);
+    const store = new IdempotencyStore(clock);
+    const done = (key: string) => {
+      const b = store.begin(1, key, 'A');
+      if (b.kind === 'new') b.finish({ status: 200, body: key });
+    };
+    done('first');
+    clock.advance(IDEMPOTENCY_TTL_MS - 1);
+    for (let i = 0; i < 1100; i++) done(`k${i}`);
+    clock.advance(1); // 'first' has expired; the 1,100 have not
+    done('first'); // begun again: from now on
+    expect(store.size).toBe(1101);
+    clock.advance(IDEMPOTENCY_TTL_MS - 1); // the 1,100 have expired, 'first' has not
+    done('last');
+    expect(store.size).toBe(2);
+    expect(store.begin(1, 'first', 'A')).toEqual({ kind: 'replay', answer: { status: 200, body: 'first' } });
+    expect(store.begin(1, 'k0', 'A').kind).toBe('new');
+  });
+
   it('a released key (error answer) can be used again', () => {
     const store = new IdempotencyStore(new ManualClock(0));
     const first = store.begin(1, 'k', 'A');
