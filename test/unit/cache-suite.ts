@@ -91,7 +91,7 @@ export function runResponseCacheSuite(
         expect((hit as { entry: CacheEntry }).entry.storedAt).toBe(saved!.storedAt);
       });
 
-      it('the same body stored again reuses its compressed copy from the key\'s second store on: stored compressed at once, nothing compressed', async () => {
+      it("the same body stored again reuses its compressed copy from the key's second store on: stored compressed at once, nothing compressed", async () => {
         await savePacked(cache, request('company'), answer(200, dossier));
         clock.advance(1_000);
         // A key's first body is not kept (a paid miss's body would outlive the young generation):
