@@ -61,6 +61,7 @@ import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
 import {
   freshInns,
   noCacheGet,
+  paidGet,
   quantileMs,
   startLiftedEmulator,
   writeLiftedGatewayConfig,
@@ -277,21 +278,6 @@ try {
     return ms;
   };
 
-  /** A read of a company nobody has read: no Cache-Control; must be charged (and a MISS through a gateway). */
-  const paidOnce = async (pool: Pool, inn: string, auth: string, viaGateway: boolean): Promise<number> => {
-    const path = `/v1/companies/${inn}`;
-    const t0 = performance.now();
-    const res = await pool.request({ method: 'GET', path, headers: { authorization: `Bearer ${auth}` } });
-    await res.body.arrayBuffer();
-    const ms = performance.now() - t0;
-    const charged = Number(res.headers['x-charged-minor'] ?? 0);
-    if (res.statusCode !== 200 || !(charged > 0))
-      throw new Error(`${path}: ${res.statusCode}, X-Charged-Minor ${res.headers['x-charged-minor']}`);
-    if (viaGateway && res.headers['x-cache'] !== 'MISS')
-      throw new Error(`${path}: X-Cache ${res.headers['x-cache']} for a company nobody has read`);
-    return ms;
-  };
-
   const routes = [
     { name: 'dossier (inside its window, 100 KB)', path: '/v1/companies/7707083893' },
     { name: 'bank record', path: '/v1/banks/044525225' },
@@ -314,10 +300,10 @@ try {
     const gap = () => (PAID_GAP_MS > 0 ? new Promise((r) => setTimeout(r, PAID_GAP_MS)) : undefined);
     for (let i = 0; i < rounds; i++) {
       await gap();
-      dt.push(await paidOnce(d, directInns[directUsed++]!, UPSTREAM_KEY, false));
+      dt.push(await paidGet(d, directInns[directUsed++]!, UPSTREAM_KEY, false));
       for (const g of pass) {
         await gap();
-        per.get(g.store)!.push(await paidOnce(g.pool, g.inns[g.used++]!, token, true));
+        per.get(g.store)!.push(await paidGet(g.pool, g.inns[g.used++]!, token, true));
       }
     }
     return { d: dt, per };

@@ -28,6 +28,7 @@ import { startCpgw } from './cpgw-process.ts';
 import {
   freshInns,
   noCacheGet,
+  paidGet,
   quantileMs,
   startLiftedEmulator,
   writeLiftedGatewayConfig,
@@ -97,17 +98,7 @@ const inns = [DIRECT_KEY, ...pools].map((_, i) => (values.paid ? freshInns(i, WA
 const used = inns.map(() => 0);
 const once = async (client: number, pool: Pool, auth: string) => {
   if (!values.paid) return (await noCacheGet(pool, values.path, auth)).ms;
-  const path = `/v1/companies/${inns[client]![used[client]!++]}`;
-  const t0 = performance.now();
-  const res = await pool.request({ method: 'GET', path, headers: { authorization: `Bearer ${auth}` } });
-  await res.body.arrayBuffer();
-  const ms = performance.now() - t0;
-  const charged = Number(res.headers['x-charged-minor'] ?? 0);
-  if (res.statusCode !== 200 || !(charged > 0))
-    throw new Error(`${path}: ${res.statusCode}, X-Charged-Minor ${res.headers['x-charged-minor']}`);
-  if (client > 0 && res.headers['x-cache'] !== 'MISS')
-    throw new Error(`${path}: X-Cache ${res.headers['x-cache']}`);
-  return ms;
+  return paidGet(pool, inns[client]![used[client]!++]!, auth, client > 0);
 };
 
 /** CPU ticks (utime + stime, 1/100 s) of a process and of its main thread. */

@@ -89,6 +89,24 @@ export async function noCacheGet(
   return { ms, estimate: typeof estimate === 'string' ? estimate : undefined };
 }
 
+/**
+ * One read of a company its client has not read (no Cache-Control): its time in ms. Throws
+ * unless 200 and charged, and, through a gateway, unless an X-Cache MISS (the paid path).
+ */
+export async function paidGet(pool: Pool, inn: string, auth: string, viaGateway: boolean): Promise<number> {
+  const path = `/v1/companies/${inn}`;
+  const t0 = performance.now();
+  const res = await pool.request({ method: 'GET', path, headers: { authorization: `Bearer ${auth}` } });
+  await res.body.arrayBuffer();
+  const ms = performance.now() - t0;
+  const charged = Number(res.headers['x-charged-minor'] ?? 0);
+  if (res.statusCode !== 200 || !(charged > 0))
+    throw new Error(`${path}: ${res.statusCode}, X-Charged-Minor ${res.headers['x-charged-minor']}`);
+  if (viaGateway && res.headers['x-cache'] !== 'MISS')
+    throw new Error(`${path}: X-Cache ${res.headers['x-cache']} for a company nobody has read`);
+  return ms;
+}
+
 /** The q-quantile of `xs` (ms), rounded to the microsecond. */
 export function quantileMs(xs: readonly number[], q: number): number {
   const sorted = [...xs].sort((a, b) => a - b);
