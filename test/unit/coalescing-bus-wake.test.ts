@@ -40,9 +40,13 @@ function pausedCall() {
   };
 }
 
-it('with the bus, a follower on another replica gets the parked answer with no poll', async () => {
-  const { clock, a, b } = twoReplicas(true);
-  const up = pausedCall();
+/** `a` leads a paused call of 'k'; a few turns later `b` asks for the same key (the follower). */
+async function leaderAndFollower(
+  clock: ManualClock,
+  a: Coalescer,
+  b: Coalescer,
+  up: ReturnType<typeof pausedCall>,
+) {
   const leader = a.run('k', clock.now() + 60_000, up.call, park, onDemand);
   await turns(5);
   let got: string | null = null;
@@ -50,12 +54,19 @@ it('with the bus, a follower on another replica gets the parked answer with no p
     got = r.answer.body.toString();
     return r;
   });
+  return { leader, follower, got: () => got };
+}
+
+it('with the bus, a follower on another replica gets the parked answer with no poll', async () => {
+  const { clock, a, b } = twoReplicas(true);
+  const up = pausedCall();
+  const { leader, follower, got } = await leaderAndFollower(clock, a, b, up);
   await turns(20); // the follower has looked, said it waits, and sleeps on the frozen clock
-  expect(got).toBeNull();
+  expect(got()).toBeNull();
   up.finish('dossier');
   await leader;
   await turns(50);
-  expect(got).toBe('dossier');
+  expect(got()).toBe('dossier');
   expect((await follower).follower).toBe(true);
   expect(up.calls()).toBe(1);
   await Promise.all([a.idle(), b.idle(), a.close(), b.close()]);
@@ -80,20 +91,15 @@ it('with the bus, a leader that fails wakes the follower, which leads its own ca
 it('without a bus the follower waits for its poll (control)', async () => {
   const { clock, a, b } = twoReplicas(false);
   const up = pausedCall();
-  const leader = a.run('k', clock.now() + 60_000, up.call, park, onDemand);
-  await turns(5);
-  let got: string | null = null;
-  const follower = b.run('k', clock.now() + 60_000, up.call, park, onDemand).then((r) => {
-    got = r.answer.body.toString();
-  });
+  const { leader, follower, got } = await leaderAndFollower(clock, a, b, up);
   await turns(20);
   up.finish('dossier');
   await leader;
   await turns(50);
-  expect(got).toBeNull();
+  expect(got()).toBeNull();
   clock.advance(20);
   await turns(50);
-  expect(got).toBe('dossier');
+  expect(got()).toBe('dossier');
   await follower;
 });
 
@@ -107,18 +113,12 @@ it("with the bus, the follower is told of a parked answer without waiting for th
   const release = store.releaseLock.bind(store);
   store.releaseLock = (lock, owner) => release(lock, owner).then((v) => replyHeld.then(() => v));
   const up = pausedCall();
-  const leader = a.run('k', clock.now() + 60_000, up.call, park, onDemand);
-  await turns(5);
-  let got: string | null = null;
-  const follower = b.run('k', clock.now() + 60_000, up.call, park, onDemand).then((r) => {
-    got = r.answer.body.toString();
-    return r;
-  });
+  const { leader, follower, got } = await leaderAndFollower(clock, a, b, up);
   await turns(20);
   up.finish('dossier');
   await leader;
   await turns(50);
-  expect(got).toBe('dossier'); // before the release's reply
+  expect(got()).toBe('dossier'); // before the release's reply
   expect((await follower).follower).toBe(true);
   expect(up.calls()).toBe(1);
   answerRelease();
