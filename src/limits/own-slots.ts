@@ -28,13 +28,90 @@ export type BookWindows = Pick<
   'classes' | 'spec' | 'minuteCap' | 'minuteCapWindowMs' | 'resetMarginMs'
 >;
 
+/**
+ * One class's slots taken by this replica, in the order taken (time order), with O(1) work per
+ * slot: the oldest leave by moving `head` on, a give-back only forgets the id (its entry is
+ * passed over when reached). A Map<id, at> read from its start to drop the oldest cost O(n) per
+ * call instead: V8 keeps a deleted entry's hole until the table is rebuilt, and every read from
+ * the start walked them all (an allotment of thousands a minute held tens of thousands).
+ */
+export class SlotRecord {
+  private ids: string[] = [];
+  private ats: number[] = [];
+  /** Entries before `head` have left; `base` is how many entries compaction has dropped. */
+  private head = 0;
+  private base = 0;
+  /** Each slot still held -> its entry's index plus `base`. */
+  private readonly held = new Map<string, number>();
+
+  /** Slots held. */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** Records a slot; one already held is moved to `at` in its place (as Map.set would). */
+  set(id: string, at: number): void {
+    const known = this.held.get(id);
+    if (known !== undefined) {
+      this.ats[known - this.base] = at;
+      return;
+    }
+    this.held.set(id, this.base + this.ids.length);
+    this.ids.push(id);
+    this.ats.push(at);
+  }
+
+  /** Forgets a slot (given back); false when it was not held. */
+  delete(id: string): boolean {
+    return this.held.delete(id);
+  }
+
+  /** Drops the oldest held slots that have left a window of `windowMs`, up to the first still in it. */
+  dropLeft(windowMs: number, now: number): void {
+    const { ids, ats, held } = this;
+    let i = this.head;
+    for (; i < ids.length; i++) {
+      const id = ids[i]!;
+      if (held.get(id) !== this.base + i) continue; // given back earlier
+      if (ats[i]! + windowMs > now) break;
+      held.delete(id);
+    }
+    this.head = i;
+    if (held.size === 0) {
+      this.base += ids.length;
+      this.ids = [];
+      this.ats = [];
+      this.head = 0;
+    } else if (i > 64 && i * 2 >= ids.length) {
+      // Amortized O(1) per slot: the entries before head go once they are half the arrays.
+      this.ids = ids.slice(i);
+      this.ats = ats.slice(i);
+      this.base += i;
+      this.head = 0;
+    }
+  }
+
+  /** When the newest held slot was taken; undefined when none is held. */
+  newestAt(): number | undefined {
+    for (let i = this.ids.length - 1; i >= this.head; i--)
+      if (this.held.get(this.ids[i]!) === this.base + i) return this.ats[i];
+    return undefined;
+  }
+
+  /** The held slots, oldest first, as [id, when taken]. */
+  *entries(): IterableIterator<[string, number]> {
+    for (let i = this.head; i < this.ids.length; i++) {
+      const id = this.ids[i]!;
+      if (this.held.get(id) === this.base + i) yield [id, this.ats[i]!];
+    }
+  }
+}
+
 export class OwnSlots {
   /** Per store class, this replica's slots still in a window (id -> when taken). */
-  readonly logs = new Map<string, Map<string, number>>();
+  readonly logs = new Map<string, SlotRecord>();
   /** The minute log kept (remember()), if any. */
   private ownMinute: string | null = null;
-  /** Per store class, this replica's newest slot (the log's last entry, without a scan). */
-  private readonly newest = new Map<string, { id: string; at: number }>();
 
   constructor(
     private readonly book: BookWindows,
@@ -53,32 +130,16 @@ export class OwnSlots {
     }
     let own = this.logs.get(spec.name);
     if (!own) {
-      own = new Map();
+      own = new SlotRecord();
       this.logs.set(spec.name, own);
     }
-    // Insertion order is time order: the oldest are first.
-    for (const [oldId, at] of own) {
-      if (at + spec.windowMs > now) break;
-      own.delete(oldId);
-    }
+    own.dropLeft(spec.windowMs, now);
     own.set(id, now);
-    this.newest.set(spec.name, { id, at: now });
   }
 
   /** Gives one of this replica's slots back (the call did not start). */
   forget(name: string, id: string): void {
     this.logs.get(name)?.delete(id);
-    if (this.newest.get(name)?.id === id) this.newest.delete(name);
-  }
-
-  /** When this replica took its newest slot still in the class's log (found again after a give-back). */
-  private newestOwn(name: string, own: Map<string, number>): number | undefined {
-    const known = this.newest.get(name);
-    if (known && own.has(known.id)) return known.at;
-    let last: { id: string; at: number } | undefined;
-    for (const [id, at] of own) last = { id, at };
-    if (last) this.newest.set(name, last);
-    return last?.at;
   }
 
   /** This replica's slots still in a window, with their classes (copied into the local log on an outage). */
@@ -92,7 +153,7 @@ export class OwnSlots {
           : c.kind === 'class'
             ? this.book.spec(c.cls).windowMs
             : this.book.classes[c.cls].windowMs;
-      for (const [id, at] of slots) yield { spec: { name, limit: 0, windowMs }, id, at };
+      for (const [id, at] of slots.entries()) yield { spec: { name, limit: 0, windowMs }, id, at };
     }
   }
 
@@ -109,30 +170,56 @@ export class OwnSlots {
       minute && cap ? Math.max(1, cap.resetAtMs + this.book.resetMarginMs - now) : spec.windowMs;
     let ownLastExpiryMs = 0;
     if (own && !minute) {
-      for (const [id, at] of own) {
-        if (at + spec.windowMs > now) break;
-        own.delete(id);
-      }
-      const last = own.size > 0 ? this.newestOwn(spec.name, own) : undefined;
+      own.dropLeft(spec.windowMs, now);
+      const last = own.newestAt();
       if (last !== undefined) ownLastExpiryMs = last + spec.windowMs - now;
     } else if (own && own.size > 0) ownLastExpiryMs = windowMs;
-    const ownCount = own?.size ?? 0;
-    const limit = this.limitOf(spec);
-    let expiries: number[] | null = null;
-    return {
-      limit,
+    return new OwnView(
+      this.limitOf(spec),
       windowMs,
-      used: state.used,
-      pausedForMs: state.pausedForMs,
-      ownCount,
+      state,
+      own,
       ownLastExpiryMs,
-      get ownExpiriesMs(): number[] {
-        if (!expiries) {
-          expiries = [];
-          if (own) for (const at of own.values()) expiries.push(minute ? windowMs : at + spec.windowMs - now);
-        }
-        return expiries;
-      },
-    };
+      minute ? null : spec.windowMs,
+      now,
+    );
+  }
+}
+
+/**
+ * A BookView whose list of expiries is built when first read. A class, not an object literal
+ * with a getter: V8 builds such a literal through the runtime, ~1 µs each, on every view.
+ */
+class OwnView implements BookView {
+  readonly used: number;
+  readonly pausedForMs: number;
+  readonly ownCount: number;
+  private expiries: number[] | null = null;
+
+  constructor(
+    readonly limit: number,
+    readonly windowMs: number,
+    state: LimitClassState,
+    private readonly own: SlotRecord | undefined,
+    readonly ownLastExpiryMs: number,
+    /** The class's window for each slot's own expiry; null: the minute log (all leave at its reset). */
+    private readonly slotWindowMs: number | null,
+    private readonly now: number,
+  ) {
+    this.used = state.used;
+    this.pausedForMs = state.pausedForMs;
+    this.ownCount = own?.size ?? 0;
+  }
+
+  get ownExpiriesMs(): number[] {
+    if (!this.expiries) {
+      const expiries: number[] = [];
+      const { own, slotWindowMs, windowMs, now } = this;
+      if (own)
+        for (const [, at] of own.entries())
+          expiries.push(slotWindowMs === null ? windowMs : at + slotWindowMs - now);
+      this.expiries = expiries;
+    }
+    return this.expiries;
   }
 }
