@@ -11,6 +11,7 @@
 // miss, reported through onError), read Date.now(), store an answer the client sent no-store
 // for, or replace a good (200) entry with an error or a negative answer.
 import type { Clock } from '../clock.ts';
+import { copyWith } from '../object-copy.ts';
 import { type RouteName, routeSpec } from '../route-table.ts';
 import type { CacheStore } from '../store/store.ts';
 import { type CacheConfig, type CacheKind, maxAgeFor, storageTtlMs } from './cache-config.ts';
@@ -310,7 +311,7 @@ export class ResponseCache {
       const packed = await compressBody(entry.body, this.config.compression);
       this.rememberPacked(key, entry.body, packed);
       if (packed.encoding === 'identity') return;
-      const bytes = encodeEntry({ ...entry, body: packed.body, encoding: packed.encoding });
+      const bytes = encodeEntry(copyWith(entry, { body: packed.body, encoding: packed.encoding }));
       await this.store.cacheReplace(key, stored.subarray(0, HEADER_BYTES), bytes);
     })()
       .catch((error: unknown) => {
@@ -384,12 +385,11 @@ export class ResponseCache {
     acceptEncoding: string | readonly string[] | undefined,
     xCache: CacheStatusHeader = 'HIT',
   ): RenderedAnswer {
-    const headers: Record<string, string> = {
-      ...entry.headers,
+    const headers: Record<string, string> = copyWith(entry.headers, {
       age: String(Math.floor(this.ageMs(entry) / 1000)),
       'x-cache': xCache,
       vary: 'Accept-Encoding',
-    };
+    });
     if (entry.encoding === 'identity') return { status: entry.status, headers, body: entry.body };
     if (acceptsCoding(acceptEncoding, entry.encoding)) {
       headers['content-encoding'] = entry.encoding;

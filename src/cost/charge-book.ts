@@ -16,6 +16,7 @@
 //
 // Must never: let a charged call start without its pending entry, or end a hold on a guess.
 import type { Clock } from '../clock.ts';
+import { copyWith } from '../object-copy.ts';
 import type {
   ChargeRecord,
   ChargeStore,
@@ -86,15 +87,14 @@ export class ChargeBook {
     const { store, budgets, clock, replicaId, leaseMs } = this.options;
     const specs = budgets.counterSpecs(req.app);
     const now = clock.now();
-    const pending: PendingCharge = {
-      ...req,
+    const pending: PendingCharge = copyWith(req, {
       at: now,
       counters: specs.map((s) => s.key),
       counterTtlMs: budgets.counterTtlMs,
       owner: replicaId,
       leaseUntil: now + leaseMs,
       reconcileAttempts: 0,
-    };
+    });
     const result = await store.openCharge(pending, specs);
     if (!result.ok) return budgets.denial(req.app, result, req.estimateMinor);
     const lease = keepAlive(

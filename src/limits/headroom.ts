@@ -5,6 +5,8 @@
 //
 // Pure: the book, the views and "now" are passed in; no clock, no I/O (headroom-reader.ts reads).
 // Must never take, give back or grant a slot: headroom reports, the Store's atomic take decides.
+
+import { copyWith } from '../object-copy.ts';
 import type { LimitClassState } from '../store/slot-store.ts';
 import type { ClassBook } from './class-book.ts';
 import type { LimitClassName } from './limit-classes.ts';
@@ -114,7 +116,7 @@ export function tightest(
   let best: ClassHeadroom | null = null;
   for (const name of classes) {
     const h = all[name];
-    if (h && (!best || h.remaining < best.remaining)) best = { ...h, limitClass: name };
+    if (h && (!best || h.remaining < best.remaining)) best = copyWith(h, { limitClass: name });
   }
   return best;
 }

@@ -10,6 +10,7 @@
 // atomic take), call Date.now() (the injected clock only), apply its own broadcast twice or let
 // a malformed broadcast set a limit.
 import type { Clock } from '../clock.ts';
+import { copyWith } from '../object-copy.ts';
 import type { RouteName } from '../route-table.ts';
 import type { BusStore } from '../store/bus-store.ts';
 import type { LimitClassSpec, LimitClassState, SlotStore } from '../store/slot-store.ts';
@@ -215,7 +216,7 @@ export class UpstreamFollower {
             by: this.o.instance,
             uncounted: othersInFlight(route, inFlight),
           } satisfies MinuteCap);
-        if (book.mergeMinuteCap(cap)) change = { ...change, minuteCap: book.minuteCap ?? cap };
+        if (book.mergeMinuteCap(cap)) change = copyWith(change ?? {}, { minuteCap: book.minuteCap ?? cap });
       }
     }
     if (signals.pauseMs !== undefined) {
@@ -236,7 +237,7 @@ export class UpstreamFollower {
    * intermediate cap never leaves them a looser one than they would have had.
    */
   private share(change: LimitsChange): void {
-    this.unsent = { ...this.unsent, ...change };
+    this.unsent = copyWith(this.unsent ?? {}, change);
     if (this.sending) return;
     this.sending = (async () => {
       // From the next turn of the event loop: the answer being observed is written first.

@@ -6,6 +6,7 @@
 // and the handler (index.ts) copies it onto the context once, for the headers, the log line and
 // the metrics.
 import type { ErrorCode } from '../errors.ts';
+import { copyOf } from '../object-copy.ts';
 
 /** X-Cache. DERIVED: a section read answered from the company's cached dossier (stages/derive.ts). */
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'COALESCED' | 'BYPASS' | 'DERIVED';
@@ -81,7 +82,7 @@ export function servedWith<T extends Outcome>(outcome: T, facts: Served): T {
   let out: Answer | Refusal | undefined;
   for (const key of ['cache', 'chargedMinor', 'windowExpires'] as const) {
     if (facts[key] === undefined || o[key] !== undefined) continue;
-    out ??= { ...o };
+    out ??= copyOf(o);
     (out as Served)[key] = facts[key] as never;
   }
   return (out ?? o) as T;

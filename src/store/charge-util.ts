@@ -1,5 +1,7 @@
 // Rules both backends of the money role share: argument checks (run before anything is written)
 // and the window max-merge. Pure functions only: no I/O, no clock.
+
+import { copyWith } from '../object-copy.ts';
 import type { BudgetCounterSpec } from './budget-store.ts';
 import {
   type ChargeRecord,
@@ -43,12 +45,11 @@ export function pendingOf(p: PendingCharge, specs: BudgetCounterSpec[]): Pending
   if (p.estimateMinor < 0) throw new RangeError('estimateMinor must be >= 0');
   ttlOf(p.counterTtlMs, 'counterTtlMs');
   if (p.opens !== null) windowKindOf(p.opens);
-  return {
-    ...p,
+  return copyWith(p, {
     at: timeOf(p.at, 'at'),
     leaseUntil: timeOf(p.leaseUntil, 'leaseUntil'),
     counters: uniqueStrings([...p.counters, ...specs.map((s) => s.key)]),
-  };
+  });
 }
 
 /**
@@ -56,7 +57,7 @@ export function pendingOf(p: PendingCharge, specs: BudgetCounterSpec[]): Pending
  * lifetime), so a counter's own TTL can never drop a charge's hold before record or release.
  */
 export function holdSpecs(specs: BudgetCounterSpec[]): BudgetCounterSpec[] {
-  return uniqueCounters(specs).map((s) => ({ ...s, ttlMs: Math.max(ttlOf(s.ttlMs), CLAIM_TTL_MS) }));
+  return uniqueCounters(specs).map((s) => copyWith(s, { ttlMs: Math.max(ttlOf(s.ttlMs), CLAIM_TTL_MS) }));
 }
 
 export interface CheckedRecord {

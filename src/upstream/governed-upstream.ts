@@ -9,6 +9,7 @@
 // refusal into 429 rate_limited, a background caller tries again later.
 import type { WakeSignal } from '../clock.ts';
 import type { Denial, LimitClassName, RateGovernor } from '../limits/index.ts';
+import { copyWith } from '../object-copy.ts';
 import type { RouteName } from '../route-table.ts';
 import {
   type UpstreamClient,
@@ -124,7 +125,7 @@ export class GovernedUpstream {
     if (unspent.length > 0)
       await permit.refund(unspent).catch((error: unknown) => this.options.onError?.(error));
     await permit.release(true).catch((error: unknown) => this.options.onError?.(error));
-    return { ...res, queuedMs: permit.waitedMs, sent: true };
+    return copyWith(res, { queuedMs: permit.waitedMs, sent: true as const });
   }
 }
 

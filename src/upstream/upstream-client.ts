@@ -4,6 +4,7 @@
 // retries by itself: retry policy (idempotency keys, backoff) belongs to the caller.
 import { Pool } from 'undici';
 import { Waker, type WakeSignal } from '../clock.ts';
+import { copyWith } from '../object-copy.ts';
 
 export interface UpstreamRequest {
   method: 'GET' | 'POST';
@@ -81,7 +82,7 @@ export class UpstreamClient {
       const res = await this.pool.request({
         method: req.method,
         path: this.basePath + req.path,
-        headers: { ...req.headers, authorization: this.authorization },
+        headers: copyWith(req.headers ?? {}, { authorization: this.authorization }),
         body: req.body,
         // undici's types name AbortSignal and EventEmitter; it asks only for these members.
         signal: abort as unknown as AbortSignal,

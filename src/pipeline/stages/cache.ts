@@ -12,6 +12,7 @@
 // charged read before its entry is stored when no open window makes its re-read free.
 import type { CacheEntry, CacheRequest } from '../../cache/index.ts';
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
+import { copyWith } from '../../object-copy.ts';
 import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { type Answer, isAnswer, isRefusal, isUnsent, type Outcome, servedWith } from '../outcome.ts';
@@ -182,13 +183,13 @@ async function afterMiss(
     if (stale) return served(ctx, deps, stale, 'STALE', undefined);
   }
   if (isRefusal(out)) return out;
-  if (out.cache === 'COALESCED') return { ...out, headers: { ...out.headers, age: '0' } };
+  if (out.cache === 'COALESCED') return copyWith(out, { headers: copyWith(out.headers, { age: '0' }) });
   // A read whose repetition is free is stored after its answer is written (a read before that
   // is one more free call). Any other answer is stored first, so a read right after it never pays
   // again.
   if (repeatIsFree(ctx, deps, out)) deps.cache.saveLater(creq, out);
   else await deps.cache.save(creq, out);
-  return { ...out, headers: { ...out.headers, age: '0' }, cache: 'MISS' };
+  return copyWith(out, { headers: copyWith(out.headers, { age: '0' }), cache: 'MISS' as const });
 }
 
 /** What the stages from here down set on a first pass that sent nothing. */

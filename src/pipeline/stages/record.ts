@@ -25,6 +25,7 @@ import { foundIn } from '../../checks/cold-checks.ts';
 import type { AppConfig } from '../../config/schema.ts';
 import type { OpenCharge } from '../../cost/charge-book.ts';
 import type { CompanyWindows } from '../../cost/window-tracker.ts';
+import { copyWith } from '../../object-copy.ts';
 import { endWithError } from '../../ops/tracing.ts';
 import type { ChargeShape } from '../../route-table.ts';
 import type { RequestContext } from '../context.ts';
@@ -80,7 +81,7 @@ export const record: StageFactory<RecordDeps> = (deps) => async (ctx, next) => {
     // The upstream is still executing the key (409), or failed without saying what it charged:
     // counted until the reconciler's replay knows.
     await deps.charges.unknown(charge);
-    return { ...out, headers: { ...out.headers, 'x-charged-minor': '0' }, chargedMinor: 0 };
+    return copyWith(out, { headers: copyWith(out.headers, { 'x-charged-minor': '0' }), chargedMinor: 0 });
   }
   return settle(ctx as Charged, deps, charge, out);
 };
@@ -132,12 +133,12 @@ async function settle(ctx: Charged, deps: RecordDeps, charge: OpenCharge, out: A
     const expiry = deps.windows.expiry(windows, opens);
     if (expiry > deps.clock.now()) windowExpires = new Date(expiry).toISOString();
   }
-  return {
-    ...out,
-    headers: { ...out.headers, 'x-charged-minor': String(chargedMinor) },
+  const recorded: Answer = copyWith(out, {
+    headers: copyWith(out.headers, { 'x-charged-minor': String(chargedMinor) }),
     chargedMinor,
-    ...(windowExpires ? { windowExpires } : {}),
-  };
+  });
+  if (windowExpires) recorded.windowExpires = windowExpires;
+  return recorded;
 }
 
 /**

@@ -5,6 +5,7 @@
 // Must never: await between reading and writing, let an openCharge hold expire by time before
 // the claim's lifetime, or shorten a window.
 import type { Clock } from '../../clock.ts';
+import { copyWith } from '../../object-copy.ts';
 import type { BudgetCounterSpec, ReserveResult } from '../budget-store.ts';
 import {
   type ChargeRecord,
@@ -87,7 +88,7 @@ export class MemoryCharges implements ChargeStore {
     entry.owner = owner;
     entry.leaseUntil = until;
     entry.reconcileAttempts += 1;
-    return { ...entry, counters: [...entry.counters] };
+    return copyWith(entry, { counters: [...entry.counters] });
   }
 
   async recordCharge(r: ChargeRecord): Promise<RecordResult> {
