@@ -24,11 +24,11 @@ export interface SignalOptions {
   maxResetAheadMs: number;
 }
 
-function header(headers: Record<string, string | undefined>, name: string): string | undefined {
-  const direct = headers[name];
+/** `lower` as most clients name it (undici and node:http give lower-case names), else any case. */
+function header(headers: Record<string, string | undefined>, lower: string): string | undefined {
+  const direct = headers[lower];
   if (direct !== undefined) return direct;
-  const lower = name.toLowerCase();
-  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === lower) return v;
+  for (const k in headers) if (k.toLowerCase() === lower) return headers[k];
   return undefined;
 }
 
@@ -56,11 +56,11 @@ export function readUpstreamSignals(
   errorCode?: string,
 ): UpstreamSignals {
   const out: UpstreamSignals = {};
-  const limit = nonNegativeInt(header(headers, 'X-RateLimit-Limit'));
+  const limit = nonNegativeInt(header(headers, 'x-ratelimit-limit'));
   if (limit !== undefined && limit > 0) out.keyLimit = limit;
 
-  const remaining = nonNegativeInt(header(headers, 'X-RateLimit-Remaining'));
-  const reset = nonNegativeInt(header(headers, 'X-RateLimit-Reset'));
+  const remaining = nonNegativeInt(header(headers, 'x-ratelimit-remaining'));
+  const reset = nonNegativeInt(header(headers, 'x-ratelimit-reset'));
   if (remaining !== undefined && reset !== undefined) {
     // Unix seconds per the spec; a small number can only be a delta and is read as one.
     const resetAtMs = reset >= 1_000_000_000 ? reset * 1000 : now + reset * 1000;
@@ -70,7 +70,7 @@ export function readUpstreamSignals(
   }
 
   if (status === 429 && (errorCode === undefined || errorCode === 'rate_limited')) {
-    const wait = retryAfterMs(header(headers, 'Retry-After'), now);
+    const wait = retryAfterMs(header(headers, 'retry-after'), now);
     const pause = wait === undefined || wait <= 0 ? options.fallbackPauseMs : wait;
     out.pauseMs = Math.min(pause, options.maxPauseMs);
   }
