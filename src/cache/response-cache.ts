@@ -266,6 +266,9 @@ export class ResponseCache {
       };
       const ttlMs = storageTtlMs(this.config, kind);
       const bytes = encodeEntry(entry);
+      // What a read of these bytes would decode (the body a view of them): a read of the entry
+      // while the store holds these very bytes (memory, Redis's local tier) parses nothing.
+      this.decoded.set(bytes, copyWith(entry, { body: bytes.subarray(bytes.length - entry.body.length) }));
       await this.store.cacheSet(policy.key, bytes, { ttlMs, tags: this.tags(req.route, inn) });
       if (deferred) this.packLater(policy.key, entry, bytes);
       this.counters.count(req.route, 'stores');

@@ -5,7 +5,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type CacheConfigInput, resolveCacheConfig } from '../../src/cache/cache-config.ts';
 import { parseCacheControl } from '../../src/cache/cache-control.ts';
-import { type CacheEntry, encodeEntry } from '../../src/cache/cache-entry.ts';
+import { type CacheEntry, decodeEntry, encodeEntry } from '../../src/cache/cache-entry.ts';
+import { cachePolicy } from '../../src/cache/cache-keys.ts';
 import { decompressBody } from '../../src/cache/content-coding.ts';
 import { type CacheRequest, ResponseCache, type UpstreamAnswer } from '../../src/cache/response-cache.ts';
 import { ManualClock } from '../../src/clock.ts';
@@ -113,6 +114,25 @@ export function runResponseCacheSuite(
         await cache.packed();
         const repacked = await cache.peek(request('company'));
         expect(decompressBody(repacked!.body, repacked!.encoding).equals(other)).toBe(true);
+      });
+
+      it('an entry read right after its save is what its stored bytes decode to (small and large, before and after packing)', async () => {
+        const stored = async (req: CacheRequest) =>
+          decodeEntry((await backend.store.cacheGet(cachePolicy(req.route, req.params, req.query)!.key))!);
+        for (const [req, body] of [
+          [request('bank'), bankBody()],
+          [request('company'), dossier],
+        ] as const) {
+          await cache.save(req, answer(200, body));
+          const read = await cache.peek(req);
+          expect(read).toEqual(await stored(req));
+          expect(read!.body.equals(await stored(req).then((e) => e!.body))).toBe(true);
+          await cache.packed();
+          expect(await cache.peek(req)).toEqual(await stored(req));
+          expect(
+            decompressBody((await cache.peek(req))!.body, (await cache.peek(req))!.encoding).equals(body),
+          ).toBe(true);
+        }
       });
 
       it('a compressed copy never replaces a newer entry, nor brings back a purged one', async () => {
