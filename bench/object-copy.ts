@@ -10,7 +10,11 @@ import { copyOf, copyWith } from '../src/object-copy.ts';
 
 const SHAPES = 16;
 const objects = Array.from({ length: SHAPES }, (_, i) => {
-  const o: Record<string, unknown> = { status: 200, headers: { 'content-type': 'application/json' }, body: null };
+  const o: Record<string, unknown> = {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: null,
+  };
   if (i & 1) o.cache = 'MISS';
   if (i & 2) o.chargedMinor = 0;
   if (i & 4) o.windowExpires = '2026-11-29T00:00:00.000Z';
