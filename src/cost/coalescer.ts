@@ -12,6 +12,7 @@
 // bus message arriving (the fallback poll decides when it does not).
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
+import { copyWith } from '../object-copy.ts';
 import type { BusStore } from '../store/bus-store.ts';
 import type { StateStore } from '../store/store.ts';
 import { keepAlive } from './lease.ts';
@@ -123,7 +124,7 @@ export class Coalescer {
   private follow(key: string): { next(ms: number): Promise<void>; done(): void } {
     let entry = this.wakes.get(key);
     if (!entry) {
-      entry = { ...armed(), waiting: 0 };
+      entry = copyWith(armed(), { waiting: 0 });
       this.wakes.set(key, entry);
     }
     entry.waiting++;

@@ -12,6 +12,7 @@
 // lapses: without it every lapse sent the HITs of the next round trip, all connections' worth,
 // down the full pipeline to read Redis, which put the Redis store's HIT p99 at 3-8 ms (issue #12).
 import type { Clock } from '../clock.ts';
+import { copyWith } from '../object-copy.ts';
 import type { ChargeStore, CompanyWindows, WindowKind, WindowOpening } from '../store/store.ts';
 
 export type { CompanyWindows, WindowKind } from '../store/store.ts';
@@ -119,8 +120,8 @@ export class WindowTracker {
     const base = windows ?? { dossierUntil: 0, requisitesUntil: 0 };
     const until = this.until(openedAt);
     return kind === 'dossier'
-      ? { ...base, dossierUntil: Math.max(base.dossierUntil, until) }
-      : { ...base, requisitesUntil: Math.max(base.requisitesUntil, until) };
+      ? copyWith(base, { dossierUntil: Math.max(base.dossierUntil, until) })
+      : copyWith(base, { requisitesUntil: Math.max(base.requisitesUntil, until) });
   }
 
   /** Keeps what a read or write started at `at` answered, unless one started later already answered. */

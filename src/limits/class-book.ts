@@ -16,6 +16,7 @@
 // the key limit and the minute cap). Must never call Date.now(): every time comes from the
 // injected clock.
 import type { Clock } from '../clock.ts';
+import { copyWith } from '../object-copy.ts';
 import type { FairShare } from './fair-share.ts';
 import {
   LIMIT_CLASS_NAMES,
@@ -133,7 +134,7 @@ export class ClassBook {
         ? startsAtOnceBelow(spec.limit, this.classes[c].burst, this.classes[c].reserve)
         : null;
       if (pace && below !== null) {
-        specs.push(classSpec(spec.cls, below, spec.windowMs), { ...pace, limit: RECORD_ONLY });
+        specs.push(classSpec(spec.cls, below, spec.windowMs), copyWith(pace, { limit: RECORD_ONLY }));
       } else {
         specs.push(spec);
         if (pace) specs.push(pace);
@@ -157,7 +158,7 @@ export class ClassBook {
     const uncounted = this.minuteCap?.uncounted ?? 0;
     const expected = (specs: ClassSpec[]) =>
       uncounted > 0
-        ? specs.map((s) => (s.cls.kind === 'minute' ? { ...s, limit: s.limit + uncounted } : s))
+        ? specs.map((s) => (s.cls.kind === 'minute' ? copyWith(s, { limit: s.limit + uncounted }) : s))
         : specs;
     const paced = expected(this.specsFor(w));
     const atOnce = new Set(w.classes.filter((c) => this.atOnceBelow(c, w.app) !== null));

@@ -5,6 +5,8 @@
 //
 // Pure: the Store's state, the book's views and "now" are passed in; no clock, no I/O. Must never
 // grant a slot: only the Store's atomic take does that; this only decides whether waiting can help.
+
+import { copyWith } from '../object-copy.ts';
 import type { LimitClassState } from '../store/store.ts';
 import type { LimitClassName } from './limit-classes.ts';
 import { type ClassView, startEstimateMs } from './slot-estimate.ts';
@@ -73,7 +75,7 @@ export function hopelessWaiters<W>(a: VerdictInput<W>): Map<W, Verdict> {
     if (a.isBlocked(app) && !wanted) continue;
     if (verdict && wanted && a.now + worst > a.deadlineOf(w)) {
       const retryAfterMs = Number.isFinite(worst) ? Math.ceil(worst) : a.windowOf(verdict.limit);
-      out.set(w, { ...verdict, retryAfterMs });
+      out.set(w, copyWith(verdict, { retryAfterMs }));
     } else {
       ahead++;
       aheadInApp.set(app, inApp + 1);

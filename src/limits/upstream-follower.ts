@@ -97,7 +97,7 @@ export function countedAfterAll(
   if (cap.remaining === undefined || answer.remaining <= cap.remaining) return null;
   const uncounted = cap.uncounted ?? 0;
   if (uncounted <= 0) return null;
-  return { ...cap, limit: cap.limit + 1, uncounted: uncounted - 1 };
+  return copyWith(cap, { limit: cap.limit + 1, uncounted: uncounted - 1 });
 }
 
 /** The states of these logs, by name (one store read). */

@@ -94,7 +94,7 @@ export function mergeWindow(
   until: number,
   now: number,
 ): CompanyWindows {
-  if (kind === 'dossier') return { ...current, dossierUntil: Math.max(current.dossierUntil, until) };
+  if (kind === 'dossier') return copyWith(current, { dossierUntil: Math.max(current.dossierUntil, until) });
   const requisitesUntil = Math.max(current.requisitesUntil, until);
   // A requisites check's data ends an open dossier window (charge-store.ts, WindowOpening).
   const dossierUntil =

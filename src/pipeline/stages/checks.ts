@@ -24,6 +24,7 @@ import { type CheckTicket, canonicalCheckId, retryAfterMs } from '../../checks/c
 import { publicBase, toGatewayUrls, upstreamOrigin } from '../../checks/gateway-urls.ts';
 import { storedDeliveryQueue } from '../../checks/webhook-deliveries.ts';
 import type { GatewayConfig } from '../../config/schema.ts';
+import { copyWith } from '../../object-copy.ts';
 import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { type Answer, isAnswer, type Outcome } from '../outcome.ts';
@@ -92,7 +93,7 @@ async function poll(
     base: '',
   });
   const expiry = windows ? deps.windows.expiry(windows, ticket.purpose) : 0;
-  return expiry > deps.clock.now() ? { ...out, windowExpires: new Date(expiry).toISOString() } : out;
+  return expiry > deps.clock.now() ? copyWith(out, { windowExpires: new Date(expiry).toISOString() }) : out;
 }
 
 async function create(
@@ -146,10 +147,9 @@ async function create(
 /** The upstream's answer with its URLs naming the gateway (a compressed body is left as it is). */
 function withGatewayUrls(out: Answer, config: GatewayConfig, base: string): Answer {
   if (out.headers['content-encoding']) return out;
-  return {
-    ...out,
+  return copyWith(out, {
     body: Buffer.from(toGatewayUrls(out.body.toString('utf8'), upstreamOrigin(config), base)),
-  };
+  });
 }
 
 /** The ticket's 202 as the gateway answers an early poll: when to poll again, URLs to the gateway. */

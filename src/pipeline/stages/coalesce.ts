@@ -6,6 +6,7 @@
 // again together, one of them leading the next call.
 import { checkRequestOf } from '../../checks/check-request.ts';
 import { normalizedTarget } from '../../cost/idempotency-keys.ts';
+import { copyWith } from '../../object-copy.ts';
 import { now } from '../../ops/tracing.ts';
 import type { RequestContext } from '../context.ts';
 import type { PipelineDeps } from '../deps.ts';
@@ -71,7 +72,7 @@ export const coalesce: StageFactory<CoalesceDeps> = (deps) => {
     deps.metrics.saved(ctx, 'coalesced', Number(shared.headers['x-charged-minor'] ?? 0));
     return {
       status: shared.status,
-      headers: { ...shared.headers, 'x-charged-minor': '0' },
+      headers: copyWith(shared.headers, { 'x-charged-minor': '0' }),
       body: shared.body,
       cache: 'COALESCED',
       chargedMinor: 0,

@@ -123,7 +123,7 @@ export class MemoryCharges implements ChargeStore {
     return [...this.pending.values()]
       .sort((a, b) => a.at - b.at || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
       .slice(0, Math.max(0, limit))
-      .map((e) => ({ ...e, counters: [...e.counters] }));
+      .map((e) => copyWith(e, { counters: [...e.counters] }));
   }
 
   async isRecorded(key: string): Promise<boolean> {
@@ -172,7 +172,7 @@ export class MemoryCharges implements ChargeStore {
     const next = mergeWindow(this.read(inn), kind, until, now);
     const left = windowEnd(next) - now;
     if (left <= 0) return;
-    this.byInn.set(inn, { ...next, expiresAt: this.clock.now() + left });
+    this.byInn.set(inn, copyWith(next, { expiresAt: this.clock.now() + left }));
   }
 
   private read(inn: string): CompanyWindows {

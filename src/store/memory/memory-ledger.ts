@@ -2,6 +2,8 @@
 // synchronously inside its record step.
 //
 // Must never: reorder records, or grow past its cap (the oldest are dropped and counted).
+
+import { copyWith } from '../../object-copy.ts';
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
 import { cleanRecord, DEFAULT_LEDGER_READ_LIMIT, ledgerId, parseLedgerId } from '../store-util.ts';
 
@@ -36,7 +38,7 @@ export class MemoryLedger implements LedgerStore {
     const ms = last && last.ms > at ? last.ms : at;
     const seq = last && last.ms === ms ? last.seq + 1 : 0;
     const id = ledgerId(ms, seq);
-    this.entries.push({ ms, seq, record: cleanRecord({ ...record, id }) });
+    this.entries.push({ ms, seq, record: cleanRecord(copyWith(record, { id }) as LedgerRecord) });
     if (this.entries.length - this.head > this.maxRecords) {
       this.head++;
       this.droppedCount++;

@@ -4,6 +4,8 @@
 // append until it commits, so ids follow commit order on any number of replicas.
 //
 // Must never: reorder or rewrite a record once appended.
+
+import { copyWith } from '../../object-copy.ts';
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
 import { DEFAULT_LEDGER_READ_LIMIT, parseLedgerId } from '../store-util.ts';
 import type { PgLink } from './pg-link.ts';
@@ -11,7 +13,7 @@ import type { PgLink } from './pg-link.ts';
 /** The stored body of a record: JSON-clean, without its id (the row's). Checks `at` first. */
 export function ledgerBody(record: LedgerRecord): string {
   if (!Number.isFinite(record.at) || record.at < 0) throw new RangeError(`ledger: bad at ${record.at}`);
-  return JSON.stringify({ ...record, id: undefined });
+  return JSON.stringify(copyWith(record, { id: undefined }));
 }
 
 export class PgLedger implements LedgerStore {

@@ -2,6 +2,8 @@
 // records' `at` (money-scripts.ts appends; the money role appends to the same stream).
 //
 // Must never: reorder records (a late record takes the last id's time).
+
+import { copyWith } from '../../object-copy.ts';
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
 import { DEFAULT_LEDGER_READ_LIMIT, parseLedgerId } from '../store-util.ts';
 import type { RedisLink } from './link.ts';
@@ -10,7 +12,7 @@ import { LEDGER_APPEND } from './money-scripts.ts';
 /** The stream body of a record (its id is the stream's). */
 export function ledgerBody(record: LedgerRecord): string {
   if (!Number.isFinite(record.at) || record.at < 0) throw new RangeError(`ledger: bad at ${record.at}`);
-  return JSON.stringify({ ...record, id: undefined });
+  return JSON.stringify(copyWith(record, { id: undefined }));
 }
 
 export class RedisLedger implements LedgerStore {

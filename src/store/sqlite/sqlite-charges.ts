@@ -7,6 +7,7 @@
 // Must never: write half of an operation, record one charge twice, shorten a window, let an
 // openCharge hold expire by time before the claim's lifetime, or read Date.now().
 import type { Clock } from '../../clock.ts';
+import { copyWith } from '../../object-copy.ts';
 import type { BudgetCounterSpec, ReserveResult } from '../budget-store.ts';
 import {
   type ChargeRecord,
@@ -36,7 +37,7 @@ import type { SqliteBudgets } from './sqlite-budgets.ts';
 import type { MoneyDb, Row } from './sqlite-db.ts';
 import type { SqliteLedger } from './sqlite-ledger.ts';
 
-const clone = (e: PendingCharge): PendingCharge => ({ ...e, counters: [...e.counters] });
+const clone = (e: PendingCharge): PendingCharge => copyWith(e, { counters: [...e.counters] });
 
 export class SqliteCharges implements ChargeStore {
   constructor(

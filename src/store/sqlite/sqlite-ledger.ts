@@ -4,6 +4,8 @@
 // finance reads, and it lives on disk.
 //
 // Must never: reorder or rewrite a record once appended.
+
+import { copyWith } from '../../object-copy.ts';
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
 import { cleanRecord, DEFAULT_LEDGER_READ_LIMIT, ledgerId, parseLedgerId } from '../store-util.ts';
 import type { MoneyDb } from './sqlite-db.ts';
@@ -28,7 +30,7 @@ export class SqliteLedger implements LedgerStore {
     this.db.run('INSERT INTO ledger (ms, seq, record) VALUES (?, ?, ?)', [
       ms,
       seq,
-      JSON.stringify(cleanRecord({ ...record, id })),
+      JSON.stringify(cleanRecord(copyWith(record, { id }) as LedgerRecord)),
     ]);
     return id;
   }
