@@ -1,5 +1,7 @@
 // App and admin tokens: issuing (cpgw token new), hashing (SHA-256, the only form config
-// holds) and constant-time matching. A token itself is never stored or logged.
+// holds) and constant-time matching. A token itself is never written anywhere or logged; the
+// app lookup keeps the tokens that matched an app in memory (lookupToken), as the requests that
+// carry them do.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export function newToken(): string {
@@ -32,14 +34,22 @@ export function matchToken<T extends { tokenHash: string }>(token: string, entri
 }
 
 const byHash = new WeakMap<readonly object[], Map<string, unknown>>();
+/** Per configuration's entries, the tokens that matched one of them (at most one per entry). */
+const byToken = new WeakMap<readonly object[], Map<string, unknown>>();
 
 /**
  * The app whose hash is the token's, through a map built once per configuration's entries (a
- * reload makes a new array, so a new map): the authenticate stage and the hit path both use it.
+ * reload makes a new array, so new maps): the authenticate stage and the hit path both use it.
  * A map lookup's timing can at most tell whether SHA-256 of a guess shares a prefix with a held
  * hash, which says nothing about any token; the admin doors keep matchToken's full scan.
+ * A token that matched is remembered with its entry, so its next request hashes nothing (SHA-256
+ * is ~0.8 us, a quarter of what a cache HIT costs over a bare node:http server); a token that
+ * matched nothing is not, so the memo holds at most one token per entry whatever is presented.
  */
 export function lookupToken<T extends { tokenHash: string }>(token: string, entries: readonly T[]): T | null {
+  let known = byToken.get(entries) as Map<string, T> | undefined;
+  const remembered = known?.get(token);
+  if (remembered) return remembered;
   let map = byHash.get(entries) as Map<string, T> | undefined;
   if (!map) {
     map = new Map();
@@ -47,5 +57,13 @@ export function lookupToken<T extends { tokenHash: string }>(token: string, entr
     for (const entry of entries) map.set(entry.tokenHash, entry);
     byHash.set(entries, map);
   }
-  return map.get(tokenHash(token)) ?? null;
+  const found = map.get(tokenHash(token)) ?? null;
+  if (found) {
+    if (!known) {
+      known = new Map();
+      byToken.set(entries, known);
+    }
+    known.set(token, found);
+  }
+  return found;
 }
