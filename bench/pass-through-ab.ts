@@ -12,10 +12,12 @@
 // gateway call is a charged MISS (estimate, reserve, the company's lock, the upstream call,
 // record, the cache write) and each direct call is charged too.
 // --store: memory (money in memory, store.stateDir null), embedded (the default: money in
-// SQLite under a state directory of its own) or redis.
-//   node bin/run-ts.js bench/pass-through-ab.ts [--store redis|memory|embedded] [--n 2000]
+// SQLite under a state directory of its own), redis, postgres (money in a PostgreSQL database
+// made for each gateway and dropped after, hot state in memory) or redis+postgres.
+//   node bin/run-ts.js bench/pass-through-ab.ts [--store redis|memory|embedded|postgres|redis+postgres] [--n 2000]
 //        [--paid] [--path /v1/companies/7707083893] <build dir> <build dir> ...
-// Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefixes.
+// Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefixes, or drop a database it
+// did not create.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -23,8 +25,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
-import { startCpgw } from './cpgw-process.ts';
+import { startCpgw, stopCpgw } from './cpgw-process.ts';
 import {
   freshInns,
   noCacheGet,
@@ -44,13 +47,15 @@ const { values, positionals } = parseArgs({
     paid: { type: 'boolean', default: false },
   },
 });
-const store = values.store === 'memory' || values.store === 'embedded' ? values.store : 'redis';
+const STORES = ['memory', 'embedded', 'redis', 'postgres', 'redis+postgres'] as const;
+const store = STORES.find((s) => s === values.store) ?? 'redis';
+const onRedis = store === 'redis' || store === 'redis+postgres';
 const N = Number(values.n);
 const WARMUP = Number(values.warmup);
 const builds = positionals.map((p) => resolve(p));
 if (builds.length < 1 || !Number.isInteger(N) || N < 1) {
   console.error(
-    'usage: bench/pass-through-ab.ts [--store redis|memory|embedded] [--n N] [--paid] [--path P] <build dir>...',
+    'usage: bench/pass-through-ab.ts [--store redis|memory|embedded|postgres|redis+postgres] [--n N] [--paid] [--path P] <build dir>...',
   );
   process.exit(2);
 }
@@ -74,6 +79,7 @@ const { configFile, token } = await writeLiftedGatewayConfig(
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefixes = builds.map((_, i) => `cpgw-bench-ab-${randomBytes(4).toString('hex')}-${i}:`);
 const gateways = [];
+const databases: TestDatabase[] = [];
 for (const [i, build] of builds.entries()) {
   const env: Record<string, string> = {
     CPGW_CONFIG: configFile,
@@ -84,7 +90,13 @@ for (const [i, build] of builds.entries()) {
     CPGW_METRICS_ON_MAIN_PORT: 'true',
     CPGW_METRICS_PORT: '0',
   };
-  if (store === 'redis') Object.assign(env, { CPGW_REDIS_URL: REDIS_URL, CPGW_STORE_PREFIX: prefixes[i] });
+  if (onRedis) Object.assign(env, { CPGW_REDIS_URL: REDIS_URL, CPGW_STORE_PREFIX: prefixes[i] });
+  if (store.includes('postgres')) {
+    const db = await createTestDatabase(`bench_ab_${i}`);
+    if (!db) throw new Error('--store postgres: no PostgreSQL answers (POSTGRES_URL)');
+    databases.push(db);
+    env.CPGW_POSTGRES_URL = db.url;
+  }
   if (store === 'memory') env.CPGW_STATE_DIR = ''; // the config's stateDir null holds: money in memory
   gateways.push(
     await startCpgw(['start'], env, /listening on (http:\/\/[^\s)]+)/, join(build, 'bin/cpgw.js')),
@@ -181,9 +193,10 @@ for (const r of rows)
 
 await direct.close();
 for (const pool of pools) await pool.close();
-for (const g of gateways) g.child.process.kill('SIGTERM');
+for (const g of gateways) await stopCpgw(g.child);
 emu.child.process.kill('SIGTERM');
-if (store === 'redis') await deleteKeysUnder(REDIS_URL, prefixes);
+if (onRedis) await deleteKeysUnder(REDIS_URL, prefixes);
+for (const db of databases) await db.drop(); // the gateways (their pools) have exited
 await mkdir('bench/results', { recursive: true });
 await writeFile(
   'bench/results/pass-through-ab.json',
