@@ -77,3 +77,56 @@ export function accessLogger(logger: Logger, enabled = true): Logger {
   }
   return access;
 }
+
+/**
+ * A request's logger (fastify's childLoggerFactory), made into pino's child only when the request
+ * logs something. A proxied call logs nothing on its way (its one line is the access logger's,
+ * ops/request-log.ts), and pino's child() serializes its bindings through the redaction on every
+ * request. Same lines as the child it stands for: every method goes to that child, made once.
+ */
+export class LazyChildLogger {
+  private made: Logger | undefined;
+
+  constructor(
+    private readonly parent: Logger,
+    private readonly bindings: Record<string, unknown>,
+    private readonly options: Record<string, unknown>,
+  ) {}
+
+  private get log(): Logger {
+    this.made ??= this.parent.child(this.bindings, this.options);
+    return this.made;
+  }
+
+  get level(): string {
+    return this.made?.level ?? (this.options.level as string | undefined) ?? this.parent.level;
+  }
+
+  set level(level: string) {
+    this.log.level = level;
+  }
+
+  fatal(...args: unknown[]): void {
+    (this.log.fatal as (...a: unknown[]) => void)(...args);
+  }
+  error(...args: unknown[]): void {
+    (this.log.error as (...a: unknown[]) => void)(...args);
+  }
+  warn(...args: unknown[]): void {
+    (this.log.warn as (...a: unknown[]) => void)(...args);
+  }
+  info(...args: unknown[]): void {
+    (this.log.info as (...a: unknown[]) => void)(...args);
+  }
+  debug(...args: unknown[]): void {
+    (this.log.debug as (...a: unknown[]) => void)(...args);
+  }
+  trace(...args: unknown[]): void {
+    (this.log.trace as (...a: unknown[]) => void)(...args);
+  }
+  silent(): void {}
+
+  child(bindings: Record<string, unknown>, options?: Record<string, unknown>): Logger {
+    return this.log.child(bindings, options);
+  }
+}

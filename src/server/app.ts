@@ -19,6 +19,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/schema.ts';
 import { ApiError, sendError } from '../errors.ts';
 import { snakeCaseKeys } from '../json-case.ts';
+import { LazyChildLogger } from '../logger.ts';
 import { nextRequestId } from '../ops/request-id.ts';
 import { STORE_RETRY_AFTER } from '../pipeline/refusals.ts';
 import { describeCause } from '../pipeline/respond.ts';
@@ -79,6 +80,13 @@ export function createApp(o: AppOptions): GatewayApp {
       return server;
     },
     loggerInstance: o.logger as FastifyBaseLogger,
+    // A request's child logger is made only when that request logs (most log nothing).
+    childLoggerFactory: (logger, bindings, options) =>
+      new LazyChildLogger(
+        logger as Logger,
+        bindings,
+        options as Record<string, unknown>,
+      ) as unknown as FastifyBaseLogger,
     // One log line per request is written by the onResponse hook (request-accounting.ts), not by fastify.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
