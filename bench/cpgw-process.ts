@@ -48,6 +48,8 @@ export function startCpgw(
   launcher: string[] = [],
   /** How long the process may take to print `ready` (valgrind's launchers need minutes). */
   startTimeoutMs = 20_000,
+  /** The node binary that runs it (another Node release than the bench's own). */
+  node = process.execPath,
 ): Promise<{ child: Child; match: RegExpExecArray }> {
   if (entry === 'bin/cpgw.js') ensureBuilt();
   // Each gateway its own money file (store.stateDir; one process owns a state directory), removed
@@ -65,7 +67,7 @@ export function startCpgw(
     ...env,
   };
   if (configState) delete childEnv.CPGW_STATE_DIR;
-  const [command, ...before] = [...launcher, process.execPath];
+  const [command, ...before] = [...launcher, node];
   const proc = spawn(command!, [...before, entry, ...args], {
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -15,7 +15,9 @@
 // SQLite under a state directory of its own), redis, postgres (money in a PostgreSQL database
 // made for each gateway and dropped after, hot state in memory) or redis+postgres.
 //   node bin/run-ts.js bench/pass-through-ab.ts [--store redis|memory|embedded|postgres|redis+postgres] [--n 2000]
-//        [--paid] [--path /v1/companies/7707083893] <build dir> <build dir> ...
+//        [--paid] [--path /v1/companies/7707083893] <build dir>[=<node binary>] ...
+// <dir>=<node binary>: that build's gateway runs on another Node release (the same build twice,
+// on Node 20 and on the image's Node 24, compares the releases in one run).
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefixes, or drop a database it
 // did not create.
 import { spawnSync } from 'node:child_process';
@@ -52,7 +54,14 @@ const store = STORES.find((s) => s === values.store) ?? 'redis';
 const onRedis = store === 'redis' || store === 'redis+postgres';
 const N = Number(values.n);
 const WARMUP = Number(values.warmup);
-const builds = positionals.map((p) => resolve(p));
+/** `<dir>` or `<dir>=<node binary>`: a build, and the Node release that runs its gateway. */
+const runs = positionals.map((p) => {
+  const at = p.indexOf('=');
+  return at < 0
+    ? { dir: resolve(p), node: process.execPath }
+    : { dir: resolve(p.slice(0, at)), node: p.slice(at + 1) };
+});
+const builds = runs.map((r) => r.dir);
 if (builds.length < 1 || !Number.isInteger(N) || N < 1) {
   console.error(
     'usage: bench/pass-through-ab.ts [--store redis|memory|embedded|postgres|redis+postgres] [--n N] [--paid] [--path P] <build dir>...',
@@ -99,7 +108,15 @@ for (const [i, build] of builds.entries()) {
   }
   if (store === 'memory') env.CPGW_STATE_DIR = ''; // the config's stateDir null holds: money in memory
   gateways.push(
-    await startCpgw(['start'], env, /listening on (http:\/\/[^\s)]+)/, join(build, 'bin/cpgw.js')),
+    await startCpgw(
+      ['start'],
+      env,
+      /listening on (http:\/\/[^\s)]+)/,
+      join(build, 'bin/cpgw.js'),
+      [],
+      20_000,
+      runs[i]!.node,
+    ),
   );
 }
 
@@ -161,8 +178,8 @@ const gcEnd = await Promise.all(pools.map(gcOf));
 const q = quantileMs;
 /** ms of CPU per call from 1/100 s ticks. */
 const perCall = (t: number) => Math.round((t * 10_000) / N) / 1000;
-const rows = builds.map((build, j) => ({
-  build,
+const rows = builds.map((dir, j) => ({
+  build: runs[j]!.node === process.execPath ? dir : `${dir} on ${runs[j]!.node}`,
   added_ms: { p50: q(added[j]!, 0.5), p99: q(added[j]!, 0.99) },
   /** Collections per 1,000 calls and ms of collector pause per call, by kind (major, minor, incremental). */
   gc: Object.fromEntries(
