@@ -107,24 +107,28 @@ export class LazyChildLogger {
   }
 
   fatal(...args: unknown[]): void {
-    (this.log.fatal as (...a: unknown[]) => void)(...args);
+    this.write('fatal', args);
   }
   error(...args: unknown[]): void {
-    (this.log.error as (...a: unknown[]) => void)(...args);
+    this.write('error', args);
   }
   warn(...args: unknown[]): void {
-    (this.log.warn as (...a: unknown[]) => void)(...args);
+    this.write('warn', args);
   }
   info(...args: unknown[]): void {
-    (this.log.info as (...a: unknown[]) => void)(...args);
+    this.write('info', args);
   }
   debug(...args: unknown[]): void {
-    (this.log.debug as (...a: unknown[]) => void)(...args);
+    this.write('debug', args);
   }
   trace(...args: unknown[]): void {
-    (this.log.trace as (...a: unknown[]) => void)(...args);
+    this.write('trace', args);
   }
   silent(): void {}
+
+  private write(level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace', args: unknown[]): void {
+    (this.log[level] as (...a: unknown[]) => void)(...args);
+  }
 
   child(bindings: Record<string, unknown>, options?: Record<string, unknown>): Logger {
     return this.log.child(bindings, options);

@@ -33,9 +33,14 @@ export function matchToken<T extends { tokenHash: string }>(token: string, entri
   return found;
 }
 
-const byHash = new WeakMap<readonly object[], Map<string, unknown>>();
-/** Per configuration's entries, the tokens that matched one of them (at most one per entry). */
-const byToken = new WeakMap<readonly object[], Map<string, unknown>>();
+/**
+ * Per configuration's entries (a reload makes a new array): its entries by hash, and the tokens
+ * that matched one of them (at most one per entry).
+ */
+const lookups = new WeakMap<
+  readonly object[],
+  { byHash: Map<string, unknown>; byToken: Map<string, unknown> }
+>();
 
 /**
  * The app whose hash is the token's, through a map built once per configuration's entries (a
@@ -47,23 +52,15 @@ const byToken = new WeakMap<readonly object[], Map<string, unknown>>();
  * matched nothing is not, so the memo holds at most one token per entry whatever is presented.
  */
 export function lookupToken<T extends { tokenHash: string }>(token: string, entries: readonly T[]): T | null {
-  let known = byToken.get(entries) as Map<string, T> | undefined;
-  const remembered = known?.get(token);
-  if (remembered) return remembered;
-  let map = byHash.get(entries) as Map<string, T> | undefined;
-  if (!map) {
-    map = new Map();
+  let maps = lookups.get(entries) as { byHash: Map<string, T>; byToken: Map<string, T> } | undefined;
+  if (!maps) {
     // Later entries win, as matchToken's scan does.
-    for (const entry of entries) map.set(entry.tokenHash, entry);
-    byHash.set(entries, map);
+    maps = { byHash: new Map(entries.map((entry) => [entry.tokenHash, entry])), byToken: new Map() };
+    lookups.set(entries, maps);
   }
-  const found = map.get(tokenHash(token)) ?? null;
-  if (found) {
-    if (!known) {
-      known = new Map();
-      byToken.set(entries, known);
-    }
-    known.set(token, found);
-  }
+  const remembered = maps.byToken.get(token);
+  if (remembered) return remembered;
+  const found = maps.byHash.get(tokenHash(token)) ?? null;
+  if (found) maps.byToken.set(token, found);
   return found;
 }

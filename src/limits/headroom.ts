@@ -5,7 +5,6 @@
 //
 // Pure: the book, the views and "now" are passed in; no clock, no I/O (headroom-reader.ts reads).
 // Must never take, give back or grant a slot: headroom reports, the Store's atomic take decides.
-
 import { copyWith } from '../object-copy.ts';
 import type { LimitClassState } from '../store/slot-store.ts';
 import type { ClassBook } from './class-book.ts';

@@ -108,7 +108,7 @@ export class SlotRecord {
 }
 
 export class OwnSlots {
-  /** Per store class, this replica's slots still in a window (id -> when taken). */
+  /** Per store class, this replica's slots still in a window, oldest first. */
   readonly logs = new Map<string, SlotRecord>();
   /** The minute log kept (remember()), if any. */
   private ownMinute: string | null = null;

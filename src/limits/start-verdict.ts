@@ -5,7 +5,6 @@
 //
 // Pure: the Store's state, the book's views and "now" are passed in; no clock, no I/O. Must never
 // grant a slot: only the Store's atomic take does that; this only decides whether waiting can help.
-
 import { copyWith } from '../object-copy.ts';
 import type { LimitClassState } from '../store/store.ts';
 import type { LimitClassName } from './limit-classes.ts';

@@ -1,6 +1,5 @@
 // Rules both backends of the money role share: argument checks (run before anything is written)
 // and the window max-merge. Pure functions only: no I/O, no clock.
-
 import { copyWith } from '../object-copy.ts';
 import type { BudgetCounterSpec } from './budget-store.ts';
 import {

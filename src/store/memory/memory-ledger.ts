@@ -2,7 +2,6 @@
 // synchronously inside its record step.
 //
 // Must never: reorder records, or grow past its cap (the oldest are dropped and counted).
-
 import { copyWith } from '../../object-copy.ts';
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
 import { cleanRecord, DEFAULT_LEDGER_READ_LIMIT, ledgerId, parseLedgerId } from '../store-util.ts';

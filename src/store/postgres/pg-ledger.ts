@@ -4,7 +4,6 @@
 // append until it commits, so ids follow commit order on any number of replicas.
 //
 // Must never: reorder or rewrite a record once appended.
-
 import { copyWith } from '../../object-copy.ts';
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
 import { DEFAULT_LEDGER_READ_LIMIT, parseLedgerId } from '../store-util.ts';

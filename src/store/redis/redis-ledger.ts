@@ -2,7 +2,6 @@
 // records' `at` (money-scripts.ts appends; the money role appends to the same stream).
 //
 // Must never: reorder records (a late record takes the last id's time).
-
 import { copyWith } from '../../object-copy.ts';
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
 import { DEFAULT_LEDGER_READ_LIMIT, parseLedgerId } from '../store-util.ts';

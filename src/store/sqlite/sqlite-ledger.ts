@@ -4,7 +4,6 @@
 // finance reads, and it lives on disk.
 //
 // Must never: reorder or rewrite a record once appended.
-
 import { copyWith } from '../../object-copy.ts';
 import type { LedgerRecord, LedgerStore } from '../ledger-store.ts';
 import { cleanRecord, DEFAULT_LEDGER_READ_LIMIT, ledgerId, parseLedgerId } from '../store-util.ts';
