@@ -6,7 +6,7 @@
 //
 // Must never: change an answer, or count a request that is neither a /v1 path nor a known route
 // (scans of unknown paths would make a metric series each).
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { envelopeCode } from '../errors.ts';
 import type { SavingsRecord } from '../finance/savings-record.ts';
@@ -25,15 +25,20 @@ export interface AccountingOptions {
 
 export function registerAccounting(app: FastifyInstance, o: AccountingOptions): void {
   const { metrics, savings, access } = o;
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Callback-style hooks (no promise per request; app.ts says why).
+  app.addHook('onSend', (request, reply, payload, done) => {
     // An upstream error passed through unchanged: its code for the log line and metrics.
     const ctx = request.ctx;
     if (ctx && !ctx.errorCode && reply.statusCode >= 400)
       ctx.errorCode =
         typeof payload === 'string' || Buffer.isBuffer(payload) ? envelopeCode(payload) : undefined;
-    return payload;
+    done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
+    account(request, reply);
+    done();
+  });
+  function account(request: FastifyRequest, reply: FastifyReply): void {
     const ctx = request.ctx;
     const refusal = ctx?.refusal;
     if (refusal) noteRefusal(ctx, refusal);
@@ -61,7 +66,7 @@ export function registerAccounting(app: FastifyInstance, o: AccountingOptions): 
     const { limit, reason } = (refusal?.details ?? {}) as { limit?: unknown; reason?: unknown };
     if (refusal?.code === 'rate_limited' && typeof limit === 'string' && typeof reason === 'string')
       metrics.rateLimited(appName, limit, reason);
-  });
+  }
 }
 
 /** A gateway refusal (a stage's value or a thrown error): its code and reason for the log line. */
