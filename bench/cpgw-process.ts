@@ -5,6 +5,9 @@
 // when src/ is newer (bin/build.js --if-stale). Sources run through tsx cost more per request
 // (esbuild's keepNames wraps every closure in a __name call), which once made the cache-hit
 // figures look ~15 % worse than what the image serves.
+// CPGW_BENCH_GATEWAY_NODE=<command>: every gateway (`cpgw start`) a bench starts runs under that
+// node instead of the bench's own, e.g. a script that execs Node 24 with the image's V8 flags
+// (the emulator and the bench stay on theirs); a caller's own `node` argument still wins.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,6 +38,17 @@ export function ensureBuilt(): void {
   built = true;
 }
 
+/** CPGW_BENCH_GATEWAY_NODE when set (for a results file: what ran the gateways), else null. */
+export function chosenGatewayNode(): string | null {
+  return process.env.CPGW_BENCH_GATEWAY_NODE || null;
+}
+
+/** The node that runs a process started with `args`: CPGW_BENCH_GATEWAY_NODE for a gateway, when set. */
+function gatewayNode(args: string[]): string {
+  const chosen = chosenGatewayNode();
+  return chosen && args[0] === 'start' ? chosen : process.execPath;
+}
+
 /**
  * `entry`: the script node runs (bin/cpgw.js; bench/startup.ts also runs bin/run-ts.js src/cli.ts).
  * `launcher`: a command node runs under (`['faketime', '-f', '+45s']`); the child is then the
@@ -49,7 +63,7 @@ export function startCpgw(
   /** How long the process may take to print `ready` (valgrind's launchers need minutes). */
   startTimeoutMs = 20_000,
   /** The node binary that runs it (another Node release than the bench's own). */
-  node = process.execPath,
+  node = gatewayNode(args),
 ): Promise<{ child: Child; match: RegExpExecArray }> {
   if (entry === 'bin/cpgw.js') ensureBuilt();
   // Each gateway its own money file (store.stateDir; one process owns a state directory), removed

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { completeInn } from '../src/domain/identifiers.ts';
 import { isUnknownInn } from '../src/emulator/data/core.ts';
-import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { type Child, chosenGatewayNode, startCpgw, stopCpgw } from './cpgw-process.ts';
 import { startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
 
 const args = process.argv.slice(2);
@@ -174,5 +174,5 @@ for (const r of ran) {
 }
 await writeFile(
   file,
-  `${JSON.stringify({ node: process.version, distinctInns: N, connections: CONNECTIONS, results }, null, 2)}\n`,
+  `${JSON.stringify({ node: process.version, gatewayNode: chosenGatewayNode(), distinctInns: N, connections: CONNECTIONS, results }, null, 2)}\n`,
 );
