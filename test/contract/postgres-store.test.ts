@@ -317,6 +317,56 @@ maybe('PostgreSQL money', () => {
       }
     });
 
+    it('never sends a statement on a session that is still running another, the SET of a new session included', async () => {
+      // pg 8 queues a second query on a busy client with a deprecation warning (pg 9 drops the
+      // queue): the SET a new session needs must finish before the session is handed out.
+      const inFlight = new Map<pg.ClientBase, number>();
+      let most = 0;
+      const settled = (client: pg.ClientBase) => inFlight.set(client, (inFlight.get(client) ?? 1) - 1);
+      const query = pg.Client.prototype.query;
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        const now = (inFlight.get(this) ?? 0) + 1;
+        inFlight.set(this, now);
+        most = Math.max(most, now);
+        const last = args.length - 1;
+        const callback = args[last];
+        if (typeof callback === 'function') {
+          args[last] = (...result: unknown[]) => {
+            settled(this);
+            return (callback as (...r: unknown[]) => unknown)(...result);
+          };
+          return (query as (...a: unknown[]) => unknown).apply(this, args);
+        }
+        const out = (query as (...a: unknown[]) => unknown).apply(this, args);
+        if (out instanceof Promise) out.finally(() => settled(this)).catch(() => {});
+        else if (out && typeof (out as { on?: unknown }).on === 'function')
+          (out as NodeJS.EventEmitter).once('end', () => settled(this)).once('error', () => settled(this));
+        return out;
+      } as typeof query;
+      const money = new PostgresMoney({
+        url: `${url}?options=-c%20synchronous_commit%3Doff`,
+        poolMax: 4,
+        sweepMs: 0,
+      });
+      try {
+        // Sixteen at once on a pool of four: four new sessions, each asked for at once.
+        const rows = await Promise.all(
+          Array.from({ length: 16 }, () =>
+            money.link.query<{ synchronous_commit: string }>(
+              'SELECT current_setting($1) AS synchronous_commit, pg_sleep(0.01)',
+              ['synchronous_commit'],
+            ),
+          ),
+        );
+        expect(rows.map((r) => r.rows[0]!.synchronous_commit)).toEqual(Array(16).fill('on'));
+        expect(inFlight.size).toBe(4);
+        expect(most).toBe(1);
+      } finally {
+        pg.Client.prototype.query = query;
+        await money.close();
+      }
+    });
+
     it('only the release of an entry estimated 0 that held nothing commits without waiting for the WAL flush', async () => {
       // Each step as the gateway sends it (one statement), inside a transaction here so the
       // setting its commit will use can be read before the commit.

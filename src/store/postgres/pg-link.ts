@@ -83,12 +83,19 @@ export class PgLink {
       idleTimeoutMillis: 30_000,
       application_name: 'cpgw',
       options: '-c synchronous_commit=on',
+      // Also against a URL's own `options=-c synchronous_commit=off` (which wins over the startup
+      // options above): a new session is handed out only once this has finished. A failed SET
+      // ends the session and fails the query that was waiting for it, so no money step runs on a
+      // session that may not wait for its WAL flush.
+      // pg-pool awaits onConnect; a query sent from its 'connect' event instead would run beside
+      // the first query of ours on the same session, which pg 8 only queues with a deprecation
+      // warning and pg 9 will not do at all.
+      onConnect: async (client: pg.ClientBase) => {
+        await client.query('SET synchronous_commit = on');
+      },
     });
     // An idle client losing its server emits here; without a listener it would crash the process.
     this.pool.on('error', (error) => this.fault(error));
-    // Also against a URL's own `options=-c synchronous_commit=off` (which wins over the startup
-    // options above): queued before any query of ours on the new session.
-    this.pool.on('connect', (client) => void client.query('SET synchronous_commit = on').catch(() => {}));
   }
 
   /** The URL without its password (messages). */
