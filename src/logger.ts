@@ -27,11 +27,18 @@ const STDOUT_BUFFER_BYTES = 4096;
 /** A quiet gateway's lines wait at most this long (ms). */
 const STDOUT_FLUSH_MS = 200;
 
+/** The process's one buffered stdout (every logger made without a destination writes to it). */
+let stdout: DestinationStream | null = null;
+
 /**
  * stdout, written in batches: lines collect up to STDOUT_BUFFER_BYTES and are written together
  * (synchronously, so nothing is in flight), every STDOUT_FLUSH_MS at the latest, and at exit.
+ * One per process, however many gateways it starts (tests start dozens): each would otherwise
+ * keep its own timer and exit listener for the life of the process, and two buffers of the same
+ * file descriptor would write their lines out of order.
  */
 function bufferedStdout(): DestinationStream {
+  if (stdout) return stdout;
   const dest = pino.destination({ dest: 1, minLength: STDOUT_BUFFER_BYTES, sync: true });
   setInterval(() => dest.flush(), STDOUT_FLUSH_MS).unref();
   process.once('exit', () => {
@@ -41,6 +48,7 @@ function bufferedStdout(): DestinationStream {
       // stdout already gone: nothing left to tell
     }
   });
+  stdout = dest;
   return dest;
 }
 
