@@ -317,6 +317,35 @@ maybe('PostgreSQL money', () => {
       }
     });
 
+    it('tells a background sweep that fails through onError, without the password', async () => {
+      const told: string[] = [];
+      // A password in the URL (trust auth here ignores it): no message may carry it.
+      const withPassword = new URL(url);
+      withPassword.password = 's3cret-pass';
+      expect(withPassword.toString()).toContain('s3cret-pass');
+      const money = new PostgresMoney({
+        url: withPassword.toString(),
+        sweepMs: 30,
+        onError: (error) => told.push((error as Error).message),
+      });
+      await money.open();
+      try {
+        // The sweep's function gone (as a botched migration would leave it): every sweep fails.
+        await admin!.query('ALTER FUNCTION cpgw.sweep() RENAME TO sweep_moved');
+        try {
+          const deadline = Date.now() + 5_000;
+          while (told.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        } finally {
+          await admin!.query('ALTER FUNCTION cpgw.sweep_moved() RENAME TO sweep');
+        }
+        expect(told.length).toBeGreaterThanOrEqual(2);
+        expect(told[0]).toMatch(/^postgres sweep failed \(.*\): function cpgw\.sweep\(\) does not exist/);
+        expect(told.join('\n')).not.toContain('s3cret-pass');
+      } finally {
+        await money.close();
+      }
+    });
+
     it('never sends a statement on a session that is still running another, the SET of a new session included', async () => {
       // pg 8 queues a second query on a busy client with a deprecation warning (pg 9 drops the
       // queue): the SET a new session needs must finish before the session is handed out.

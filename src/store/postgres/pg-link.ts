@@ -16,7 +16,10 @@ export interface PgLinkOptions {
   poolMax?: number;
   /** A statement (lock waits included) running longer is cancelled. Default 5000 ms. */
   statementTimeoutMs?: number;
-  /** Reports a lost connection (once per outage). Default: process.emitWarning. */
+  /**
+   * Reports a lost connection (once per outage) and a background step that failed otherwise
+   * (report()). Default: process.emitWarning.
+   */
   onError?: (error: unknown) => void;
 }
 
@@ -128,6 +131,16 @@ export class PgLink {
 
   async close(): Promise<void> {
     await this.pool.end();
+  }
+
+  /**
+   * A background step (`what`) failed: told through onError, the URL scrubbed from the message.
+   * Connection trouble is left out: query() reported the outage once already.
+   */
+  report(what: string, error: unknown): void {
+    if (error instanceof StoreUnavailableError) return;
+    const message = scrub(error instanceof Error ? error.message : String(error), this.options.url);
+    this.onError(new Error(`postgres ${what} failed (${this.where}): ${message}`));
   }
 
   private fault(error: unknown): void {

@@ -54,7 +54,12 @@ export class PostgresMoney {
     }
     const every = this.options.sweepMs ?? 300_000;
     if (every > 0) {
-      this.sweeper = setInterval(() => void this.sweep().catch(() => {}), every);
+      // A sweep that fails for a reason other than the connection (told once by the link) is
+      // told each time: expired rows would otherwise pile up unseen.
+      this.sweeper = setInterval(
+        () => void this.sweep().catch((error: unknown) => this.link.report('sweep', error)),
+        every,
+      );
       this.sweeper.unref();
     }
   }
