@@ -204,9 +204,15 @@ const PAID_ROW = 'paid miss (new company: reserve, upstream call, record; 100 KB
 const REFERENCE_DIRECT_BANK_P50_MS = 0.2;
 /** Past this many times the reference, the verdicts are printed as not judged on this machine. */
 const MACHINE_SLOWER_MAX = 1.5;
-let machine: { direct_bank_p50_ms: number; times_reference: number; fit: boolean; text: string } | null =
-  null;
-function machineCheck(bank: Record<string, { direct_ms?: { p50: number } }> | undefined): typeof machine {
+interface MachineCheck {
+  direct_bank_p50_ms: number;
+  times_reference: number;
+  fit: boolean;
+  text: string;
+}
+function machineCheck(
+  bank: Record<string, { direct_ms?: { p50: number } }> | undefined,
+): MachineCheck | null {
   const p50s = Object.values(bank ?? {}).flatMap((c) => (c?.direct_ms ? [c.direct_ms.p50] : []));
   if (p50s.length === 0) return null;
   const direct = Math.min(...p50s);
@@ -441,10 +447,6 @@ try {
         `  ${t.met ? 'met   ' : 'missed'} ${t.route}, ${t.store}: ${t.added_p50_ms} ms (< ${t.ms})`,
       );
   }
-  machine = machineCheck(
-    results['bank record'] as Record<string, { direct_ms?: { p50: number } }> | undefined,
-  );
-  if (machine) console.log(machine.text);
 } finally {
   await direct?.close();
   for (const g of gateways) await g.pool.close();
@@ -453,6 +455,10 @@ try {
   if (prefixes.length) await deleteKeysUnder(REDIS_URL, prefixes);
   for (const d of configDirs) await rm(d, { recursive: true, force: true });
 }
+const machine = machineCheck(
+  results['bank record'] as Record<string, { direct_ms?: { p50: number } }> | undefined,
+);
+if (machine) console.log(machine.text);
 await mkdir('bench/results', { recursive: true });
 const report = {
   bench: 'gateway-latency',

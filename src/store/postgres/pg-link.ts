@@ -139,14 +139,18 @@ export class PgLink {
    */
   report(what: string, error: unknown): void {
     if (error instanceof StoreUnavailableError) return;
-    const message = scrub(error instanceof Error ? error.message : String(error), this.options.url);
-    this.onError(new Error(`postgres ${what} failed (${this.where}): ${message}`));
+    this.tell(`${what} failed`, error);
   }
 
   private fault(error: unknown): void {
     if (this.down) return;
     this.down = true;
+    this.tell('connection lost', error);
+  }
+
+  /** onError with `postgres <what> (<where>): <message>`, the URL's password scrubbed. */
+  private tell(what: string, error: unknown): void {
     const message = scrub(error instanceof Error ? error.message : String(error), this.options.url);
-    this.onError(new Error(`postgres connection lost (${this.where}): ${message}`));
+    this.onError(new Error(`postgres ${what} (${this.where}): ${message}`));
   }
 }
