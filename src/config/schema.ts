@@ -204,7 +204,8 @@ export const configSchema = z
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
         /**
          * One line per answer at info (README "Request log line"). false: none (the metrics still
-         * count every answer); each line costs ~20 µs of CPU, a third of a cache HIT's.
+         * count every answer); each line costs ~2-3 µs of CPU in a loop on a 2-core VM, ~10 µs of a
+         * cache HIT's ~80 there (bench/request-log.ts, bench/hit-ab.ts).
          */
         requests: z.boolean().default(true),
       })

@@ -6,6 +6,7 @@
 // Must never log the INN, a token, a header value other than the upstream's request id, or a body.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import { accessSinkOf } from '../logger.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 
 /** What of a request's context the log line reads (the hit path has these and no more). */
@@ -87,7 +88,73 @@ export function logLineOf(ctx: LoggedContext | undefined, facts: ExchangeFacts):
   };
 }
 
-/** Writes one answer's log line to the access logger (the message and reqId every line has). */
+/**
+ * Writes one answer's log line to the access logger (the message and reqId every line has). An
+ * access logger made by logger.ts accessLogger() gets the line written here, as pino would write
+ * it (formatRequestLine); any other goes through pino.
+ */
 export function writeRequestLog(access: Logger, reqId: string, line: RequestLogLine): void {
-  access.info({ reqId, ...line }, 'request');
+  if (!access.isLevelEnabled('info')) return;
+  const sink = accessSinkOf(access);
+  if (sink) sink.stream.write(formatRequestLine(sink.bindings, reqId, line, Date.now()));
+  else access.info({ reqId, ...line }, 'request');
+}
+
+/** The last line's second as ISO text without its milliseconds (`2026-11-29T08:30:15.`). */
+let isoSecond = Number.NaN;
+let isoSecondText = '';
+
+/** `new Date(now).toISOString()` for a whole-ms `now`, its second's text made once a second (~1.4 µs each on a 2-core VM). */
+function isoTime(now: number): string {
+  const second = Math.floor(now / 1000);
+  const ms = now - second * 1000;
+  if (second !== isoSecond || !Number.isInteger(ms)) {
+    const iso = new Date(now).toISOString();
+    if (!Number.isInteger(ms)) return iso;
+    isoSecond = second;
+    isoSecondText = iso.slice(0, -4);
+  }
+  return `${isoSecondText}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z`;
+}
+
+/** A JSON string: as is when nothing in it needs escaping (the usual names, codes and ids). */
+function jsonString(s: string): string {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) return JSON.stringify(s);
+  }
+  return `"${s}"`;
+}
+
+/** A JSON number as pino writes one (not finite: null). */
+function jsonNumber(n: number): string {
+  return Number.isFinite(n) ? String(n) : 'null';
+}
+
+const orNull = (s: string | null) => (s === null ? 'null' : jsonString(s));
+
+/**
+ * pino's info line for `{ reqId, ...line }` with message "request": level, time (ISO, as
+ * pino.stdTimeFunctions.isoTime), the logger's bindings, then reqId and the line's fields in
+ * their order, an undefined field left out; one line, newline-terminated.
+ */
+export function formatRequestLine(
+  bindings: string,
+  reqId: string,
+  line: RequestLogLine,
+  now: number,
+): string {
+  let s = `{"level":30,"time":"${isoTime(now)}"${bindings},"reqId":${jsonString(reqId)},"app":${orNull(line.app)},"route":${orNull(line.route)},"method":${jsonString(line.method)},"status":${jsonNumber(line.status)}`;
+  if (line.error !== undefined) s += `,"error":${jsonString(line.error)}`;
+  if (line.reason !== undefined) s += `,"reason":${jsonString(line.reason)}`;
+  s += `,"cache":${orNull(line.cache)},"charged":${jsonNumber(line.charged)}`;
+  if (line.saved !== undefined) s += `,"saved":${jsonNumber(line.saved)}`;
+  if (line.savedReason !== undefined) s += `,"savedReason":${jsonString(line.savedReason)}`;
+  if (line.upstreamRequestId !== undefined) s += `,"upstreamRequestId":${jsonString(line.upstreamRequestId)}`;
+  if (line.queuedMs !== undefined) s += `,"queuedMs":${jsonNumber(line.queuedMs)}`;
+  s += `,"durationMs":${jsonNumber(line.durationMs)}`;
+  if (line.upstreamMs !== undefined) s += `,"upstreamMs":${jsonNumber(line.upstreamMs)}`;
+  if (line.attempts !== undefined) s += `,"attempts":${jsonNumber(line.attempts)}`;
+  if (line.clientGone !== undefined) s += ',"clientGone":true';
+  return `${s},"msg":"request"}\n`;
 }
