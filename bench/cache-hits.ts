@@ -21,6 +21,7 @@
 // ratios). Issue 33's HIT targets are checked and printed. Prints a table and writes
 // bench/results/cache-hits.json and its chart, bench/results/cache-hits.svg (bench/chart.ts).
 //   node bin/run-ts.js bench/cache-hits.ts [--seconds 1] [--rounds 5] [--concurrency 16,64] [--upstream-key-limit 60] [--no-wrk]
+//        [--log-level warn|info]  (warn by default: no request log line; info is the gateway's default)
 // Redis: REDIS_URL, else redis://127.0.0.1:6379; a unique key prefix, and only the keys under
 // it are deleted at the end.
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefix.
@@ -54,6 +55,11 @@ const UPSTREAM_KEY = 'bench-upstream-key';
 /** The upstream's per-minute key limit the gateways see (the spec's 60 unless told). */
 const UPSTREAM_KEY_LIMIT = Number(argValue('--upstream-key-limit') ?? 60);
 const USE_WRK = !process.argv.includes('--no-wrk') && wrkAvailable();
+/**
+ * The gateways' log level: warn (no request log line; every figure before 2026-11-29) unless told,
+ * e.g. `--log-level info`, the gateway's default, which writes one line per HIT.
+ */
+const LOG_LEVEL = argValue('--log-level') ?? 'warn';
 const INN = '7707083893';
 const BIC = '044525225';
 
@@ -487,6 +493,7 @@ try {
     CPGW_CONFIG: configFile,
     CPGW_PORT: '0',
     CPGW_UPSTREAM_URL: emuUrl,
+    CPGW_LOG_LEVEL: LOG_LEVEL,
   };
   const listening = /listening on (http:\/\/[^\s)]+)/;
   const servers: Server[] = [];
@@ -821,12 +828,13 @@ const report = {
     node: process.version,
     // CPGW_BENCH_GATEWAY_NODE (cpgw-process.ts): what ran the gateways when not the bench's node.
     gateway_node: chosenGatewayNode(),
+    log_level: LOG_LEVEL,
     platform: `${process.platform} ${process.arch}`,
     loadavg_1m_at_start: LOAD_AT_START,
     loadavg_1m_at_end: round(loadavg()[0] ?? 0, 2),
   },
   setup:
-    'gateway (memory store) and gateway (Redis store) each their own process (cpgw start, log level warn) in front of one emulator with the key limit upstream_key_limit_per_minute (the spec 60/min by default; the gateways follow it); direct reads go to a twin emulator process (same code, data, seed) with limits that never refuse; nginx proxy_cache (one worker) in front of the twin; the node:http ceiling (bench/node-ceiling-server.js, its own process) answers each cell with the bytes the memory gateway sent for it (captured once, checked equal on the wire but for Date and the headers that changed between two gateway answers: see ceiling). Load: wrk, one thread (without wrk: this process, undici Pool, one connection per request in flight, closed loop). Every gateway answer checked: 200, X-Cache HIT, Content-Encoding as expected; direct answers: 200 and X-Charged-Minor 0 (inside the window the first direct read opened). Each round takes every cell once, its servers in an order rotated by one place every round; req_per_s, p50/p99 and CPU are medians over the rounds (the lower middle for an even count), rounds lists each. vs_ceiling / vs_nginx / vs_memory: ratios of the medians; *_paired: median of the per-round ratios. Redis runs on the same machine; redis_cpu_ms_per_req is the whole Redis server CPU.',
+    'gateway (memory store) and gateway (Redis store) each their own process (cpgw start, log level log_level: warn unless --log-level) in front of one emulator with the key limit upstream_key_limit_per_minute (the spec 60/min by default; the gateways follow it); direct reads go to a twin emulator process (same code, data, seed) with limits that never refuse; nginx proxy_cache (one worker) in front of the twin; the node:http ceiling (bench/node-ceiling-server.js, its own process) answers each cell with the bytes the memory gateway sent for it (captured once, checked equal on the wire but for Date and the headers that changed between two gateway answers: see ceiling). Load: wrk, one thread (without wrk: this process, undici Pool, one connection per request in flight, closed loop). Every gateway answer checked: 200, X-Cache HIT, Content-Encoding as expected; direct answers: 200 and X-Charged-Minor 0 (inside the window the first direct read opened). Each round takes every cell once, its servers in an order rotated by one place every round; req_per_s, p50/p99 and CPU are medians over the rounds (the lower middle for an even count), rounds lists each. vs_ceiling / vs_nginx / vs_memory: ratios of the medians; *_paired: median of the per-round ratios. Redis runs on the same machine; redis_cpu_ms_per_req is the whole Redis server CPU.',
   settings: {
     upstream_key_limit_per_minute: UPSTREAM_KEY_LIMIT,
     rounds: ROUNDS,
