@@ -1,14 +1,15 @@
 // Benchmark: A/B of cache HITs between builds, in ONE run. Each build given (a checkout with
 // node_modules, e.g. a `git worktree`; `<dir>=<node binary>` runs it on another Node) runs its own
-// gateway (memory store, its own upstream key and account on one emulator), at the log level
-// asked for: `info` by default, the gateway's own default, so each HIT also writes its request log
-// line (README "Request log line"), which the other HIT benches leave off (`warn`). Every round
+// gateway (memory store, or with --store embedded the default's SQLite money; its own upstream
+// key and account on one emulator), at the log level asked for: `info` by default, the gateway's
+// own default, so each HIT also writes its request log line (README "Request log line"), which
+// the other HIT benches leave off (`warn`). Every round
 // loads each gateway in turn with wrk (one thread, the order reversed every round) for the same
 // cell, and reads the CPU the gateway process spent over that load (/proc: all threads and the
 // main thread, 10 ms ticks). Prints the medians over the rounds per build, req/s, CPU µs per HIT
 // and p50/p99, and writes bench/results/hit-ab.json. Counts of CPU move less than req/s on a
 // shared machine; compare builds within one run only.
-//   node bin/run-ts.js bench/hit-ab.ts [--target bank|identity|gzip|br] [--connections 16]
+//   node bin/run-ts.js bench/hit-ab.ts [--target bank|identity|gzip|br] [--store memory|embedded] [--connections 16]
 //        [--seconds 3] [--rounds 6] [--log-level info|warn] <build dir>[=<node binary>] ...
 // Must never: leave a process running.
 import { spawnSync } from 'node:child_process';
@@ -30,6 +31,7 @@ const { values, positionals } = parseArgs({
     seconds: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '6' },
     'log-level': { type: 'string', default: 'info' },
+    store: { type: 'string', default: 'memory' },
   },
 });
 const TARGETS: Record<string, { path: string; acceptEncoding: string }> = {
@@ -45,9 +47,10 @@ const runs = positionals.map((p) => {
     ? { dir: resolve(p), node: process.execPath }
     : { dir: resolve(p.slice(0, at)), node: p.slice(at + 1) };
 });
-if (!target || runs.length < 1 || !wrkAvailable()) {
+const STORE = values.store;
+if (!target || runs.length < 1 || !wrkAvailable() || (STORE !== 'memory' && STORE !== 'embedded')) {
   console.error(
-    'usage (needs wrk): bench/hit-ab.ts [--target bank|identity|gzip|br] [--connections 16] [--seconds 3] [--rounds 6] [--log-level info|warn] <build dir>[=<node>] ...',
+    'usage (needs wrk): bench/hit-ab.ts [--target bank|identity|gzip|br] [--store memory|embedded] [--connections 16] [--seconds 3] [--rounds 6] [--log-level info|warn] <build dir>[=<node>] ...',
   );
   process.exit(2);
 }
@@ -82,7 +85,11 @@ try {
     /http:\/\/127\.0\.0\.1:\d+/,
   );
   children.push(emu.child);
-  const { configFile, token } = await writeBenchGatewayConfig({ extra: 'store:\n  stateDir: null\n' });
+  // memory: money in memory (store.stateDir null); embedded: the default's SQLite money, a state
+  // directory of its own per gateway (cpgw-process.ts).
+  const { configFile, token } = await writeBenchGatewayConfig(
+    STORE === 'memory' ? { extra: 'store:\n  stateDir: null\n' } : {},
+  );
   const headers = { authorization: `Bearer ${token}`, 'accept-encoding': target.acceptEncoding };
   const gateways: { url: string; pid: number }[] = [];
   for (const [i, run] of runs.entries()) {
@@ -93,7 +100,7 @@ try {
         CPGW_PORT: '0',
         CPGW_UPSTREAM_URL: emu.match[0],
         CPGW_UPSTREAM_API_KEY: keys[i]!,
-        CPGW_STATE_DIR: '',
+        ...(STORE === 'memory' ? { CPGW_STATE_DIR: '' } : {}),
         CPGW_LOG_LEVEL: values['log-level'],
       },
       /listening on (http:\/\/[^\s)]+)/,
@@ -137,7 +144,7 @@ try {
 }
 
 console.log(
-  `hit-ab: ${values.target} HIT, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s, log level ${values['log-level']}; load ${loadAtStart.toFixed(2)} -> ${loadavg()[0]!.toFixed(2)}; medians over the rounds`,
+  `hit-ab: ${values.target} HIT, ${STORE} store, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s, log level ${values['log-level']}; load ${loadAtStart.toFixed(2)} -> ${loadavg()[0]!.toFixed(2)}; medians over the rounds`,
 );
 const results = runs.map((run, j) => {
   const row = rows[j]!;
@@ -163,6 +170,7 @@ await writeFile(
       at: new Date().toISOString(),
       node: process.version,
       target: values.target,
+      store: STORE,
       connections: CONNECTIONS,
       seconds: SECONDS,
       rounds: ROUNDS,
