@@ -9,9 +9,9 @@
 // node instead of the bench's own, e.g. a script that execs Node 24 with the image's V8 flags
 // (the emulator and the bench stay on theirs); a caller's own `node` argument still wins.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export interface Child {
@@ -121,4 +121,37 @@ export async function stopCpgw(child: Child): Promise<void> {
   const timer = setTimeout(() => child.process.kill('SIGKILL'), 10_000);
   await exited;
   clearTimeout(timer);
+}
+
+/** A build an A/B bench runs (a checkout with node_modules) and the node that runs its gateway. */
+export interface BuildRun {
+  dir: string;
+  node: string;
+}
+
+/**
+ * The builds named on an A/B bench's command line, `<dir>` or `<dir>=<node binary>` (that build's
+ * gateway on another Node release), each one's dist/ built when its src/ is newer.
+ */
+export function buildRuns(positionals: readonly string[]): BuildRun[] {
+  const runs = positionals.map((p) => {
+    const at = p.indexOf('=');
+    return at < 0
+      ? { dir: resolve(p), node: process.execPath }
+      : { dir: resolve(p.slice(0, at)), node: p.slice(at + 1) };
+  });
+  for (const { dir } of runs) {
+    const run = spawnSync(process.execPath, [join(dir, 'bin/build.js'), '--if-stale'], { stdio: 'inherit' });
+    if (run.status !== 0) throw new Error(`${dir}: bin/build.js failed`);
+  }
+  return runs;
+}
+
+/** CPU ticks (utime + stime, 1/100 s) of a process, all its threads and its main thread alone (/proc). */
+export function cpuTicks(pid: number): { all: number; main: number } {
+  const read = (file: string) => {
+    const fields = readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+  };
+  return { all: read(`/proc/${pid}/stat`), main: read(`/proc/${pid}/task/${pid}/stat`) };
 }

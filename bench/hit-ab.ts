@@ -12,14 +12,12 @@
 //   node bin/run-ts.js bench/hit-ab.ts [--target bank|identity|gzip|br] [--store memory|embedded] [--connections 16]
 //        [--seconds 3] [--rounds 6] [--log-level info|warn] <build dir>[=<node binary>] ...
 // Must never: leave a process running.
-import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { buildRuns, type Child, cpuTicks, startCpgw, stopCpgw } from './cpgw-process.ts';
 import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { runWrk, type WrkRun, wrkAvailable } from './wrk-load.ts';
 
@@ -41,14 +39,8 @@ const TARGETS: Record<string, { path: string; acceptEncoding: string }> = {
   br: { path: '/v1/companies/7707083893', acceptEncoding: 'br' },
 };
 const target = TARGETS[values.target];
-const runs = positionals.map((p) => {
-  const at = p.indexOf('=');
-  return at < 0
-    ? { dir: resolve(p), node: process.execPath }
-    : { dir: resolve(p.slice(0, at)), node: p.slice(at + 1) };
-});
 const STORE = values.store;
-if (!target || runs.length < 1 || !wrkAvailable() || (STORE !== 'memory' && STORE !== 'embedded')) {
+if (!target || positionals.length < 1 || !wrkAvailable() || (STORE !== 'memory' && STORE !== 'embedded')) {
   console.error(
     'usage (needs wrk): bench/hit-ab.ts [--target bank|identity|gzip|br] [--store memory|embedded] [--connections 16] [--seconds 3] [--rounds 6] [--log-level info|warn] <build dir>[=<node>] ...',
   );
@@ -57,19 +49,7 @@ if (!target || runs.length < 1 || !wrkAvailable() || (STORE !== 'memory' && STOR
 const CONNECTIONS = Number(values.connections);
 const SECONDS = Number(values.seconds);
 const ROUNDS = Number(values.rounds);
-for (const { dir } of runs) {
-  const run = spawnSync(process.execPath, [join(dir, 'bin/build.js'), '--if-stale'], { stdio: 'inherit' });
-  if (run.status !== 0) throw new Error(`${dir}: bin/build.js failed`);
-}
-
-/** CPU ticks (utime + stime, 1/100 s) of a process and of its main thread. */
-const ticks = (pid: number) => {
-  const read = (file: string) => {
-    const fields = readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  };
-  return { all: read(`/proc/${pid}/stat`), main: read(`/proc/${pid}/task/${pid}/stat`) };
-};
+const runs = buildRuns(positionals);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 const loadAtStart = loadavg()[0]!;
@@ -126,9 +106,9 @@ try {
     const order = r % 2 === 0 ? [...gateways.keys()] : [...gateways.keys()].reverse();
     for (const j of order) {
       const { url, pid } = gateways[j]!;
-      const before = ticks(pid);
+      const before = cpuTicks(pid);
       const w = await runWrk(`${url}${target.path}`, headers, CONNECTIONS, SECONDS);
-      const after = ticks(pid);
+      const after = cpuTicks(pid);
       if (w.non2xx || w.socket_errors)
         throw new Error(`${runs[j]!.dir}: ${w.non2xx} non-2xx, ${w.socket_errors} socket errors`);
       const us = (t: number) => Math.round((t * 10_000_000) / w.requests) / 1000;

@@ -20,16 +20,14 @@
 // on Node 20 and on the image's Node 24, compares the releases in one run).
 // Must never: FLUSHDB/FLUSHALL or touch Redis keys outside its own prefixes, or drop a database it
 // did not create.
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
-import { startCpgw, stopCpgw } from './cpgw-process.ts';
+import { buildRuns, cpuTicks, startCpgw, stopCpgw } from './cpgw-process.ts';
 import {
   freshInns,
   noCacheGet,
@@ -54,25 +52,15 @@ const store = STORES.find((s) => s === values.store) ?? 'redis';
 const onRedis = store === 'redis' || store === 'redis+postgres';
 const N = Number(values.n);
 const WARMUP = Number(values.warmup);
-/** `<dir>` or `<dir>=<node binary>`: a build, and the Node release that runs its gateway. */
-const runs = positionals.map((p) => {
-  const at = p.indexOf('=');
-  return at < 0
-    ? { dir: resolve(p), node: process.execPath }
-    : { dir: resolve(p.slice(0, at)), node: p.slice(at + 1) };
-});
-const builds = runs.map((r) => r.dir);
-if (builds.length < 1 || !Number.isInteger(N) || N < 1) {
+if (positionals.length < 1 || !Number.isInteger(N) || N < 1) {
   console.error(
     'usage: bench/pass-through-ab.ts [--store redis|memory|embedded|postgres|redis+postgres] [--n N] [--paid] [--path P] <build dir>...',
   );
   process.exit(2);
 }
-for (const dir of builds) {
-  // Each build runs its own compiled dist/, built here when its src/ is newer.
-  const run = spawnSync(process.execPath, [join(dir, 'bin/build.js'), '--if-stale'], { stdio: 'inherit' });
-  if (run.status !== 0) throw new Error(`${dir}: bin/build.js failed`);
-}
+/** Each build runs its own compiled dist/, built here when its src/ is newer. */
+const runs = buildRuns(positionals);
+const builds = runs.map((r) => r.dir);
 
 const DIRECT_KEY = 'ab-direct';
 const gatewayKey = (i: number) => `ab-gateway-${i}`;
@@ -130,14 +118,6 @@ const once = async (client: number, pool: Pool, auth: string) => {
   return paidGet(pool, inns[client]![used[client]!++]!, auth, client > 0);
 };
 
-/** CPU ticks (utime + stime, 1/100 s) of a process and of its main thread. */
-const ticks = (pid: number) => {
-  const read = (file: string) => {
-    const fields = readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
-    return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
-  };
-  return { all: read(`/proc/${pid}/stat`), main: read(`/proc/${pid}/task/${pid}/stat`) };
-};
 const pids = gateways.map((g) => g.child.process.pid!);
 /** The gateway's collector so far (its own /metrics: prom-client's nodejs_gc_duration_seconds). */
 const gcOf = async (pool: Pool) => {
@@ -161,7 +141,7 @@ let gcAt: Awaited<ReturnType<typeof gcOf>>[] = [];
 for (let round = 0; round < WARMUP + N; round++) {
   if (round === WARMUP) {
     gcAt = await Promise.all(pools.map(gcOf));
-    cpuAt = pids.map(ticks);
+    cpuAt = pids.map(cpuTicks);
   }
   const d = await once(0, direct, DIRECT_KEY);
   const order = round % 2 === 0 ? [...pools.keys()] : [...pools.keys()].reverse();
@@ -173,7 +153,7 @@ for (let round = 0; round < WARMUP + N; round++) {
   if ((round - WARMUP + 1) % 500 === 0) console.error(`${round - WARMUP + 1}/${N} rounds`);
 }
 await new Promise((r) => setTimeout(r, 200)); // what the last calls left for after their answers
-const cpuEnd = pids.map(ticks);
+const cpuEnd = pids.map(cpuTicks);
 const gcEnd = await Promise.all(pools.map(gcOf));
 const q = quantileMs;
 /** ms of CPU per call from 1/100 s ticks. */
