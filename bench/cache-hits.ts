@@ -638,7 +638,7 @@ try {
   }
 
   console.log(
-    `cache-hits: ${cpus().length} CPUs, node ${process.version}, load ${loadavg()[0]!.toFixed(2)}; ${ROUNDS} rounds of ${SECONDS} s per cell (after ${WARMUP_SECONDS} s warm-up); req/s, p50, p99, CPU: medians over the rounds; CPU ms/req: the server process (+ the Redis server); client: cores this client used`,
+    `cache-hits: ${cpus().length} CPUs, node ${process.version}, load ${loadavg()[0]!.toFixed(2)}; gateways at log level ${LOG_LEVEL}${LOG_LEVEL === 'warn' ? ' (no request log line; the default, info, writes one per HIT)' : ''}; ${ROUNDS} rounds of ${SECONDS} s per cell (after ${WARMUP_SECONDS} s warm-up); req/s, p50, p99, CPU: medians over the rounds; CPU ms/req: the server process (+ the Redis server); client: cores this client used`,
   );
   console.log(
     row([
