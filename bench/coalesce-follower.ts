@@ -18,6 +18,7 @@ import { knownInns } from '../test/emulator/emulator-harness.ts';
 import { startRedisReplicas } from '../test/helpers/gateway-harness.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { startCpgw, stopCpgw } from './cpgw-process.ts';
+import { bankReadCheck, directBankP50, type MachineCheck } from './machine-check.ts';
 import { startLiftedEmulator, writeLiftedGatewayConfig } from './pass-through-rig.ts';
 
 const PROCESSES = process.argv.includes('--processes');
@@ -34,6 +35,8 @@ interface Rig {
   delayNext(): Promise<void>;
   /** Upstream calls for the company so far. */
   upstreamCalls(inn: string): Promise<number>;
+  /** --processes: the machine check, from bank-record reads straight from the emulator (machine-check.ts). */
+  machine(): Promise<MachineCheck | null>;
   close(): Promise<void>;
 }
 
@@ -56,6 +59,8 @@ async function harnessRig(): Promise<Rig> {
     },
     upstreamCalls: async (inn) =>
       callsFor(inn, (await h.emu('/requests?route=company')) as unknown as RequestLog),
+    // One process: not how replicas are deployed, and not what the 5 ms is judged on.
+    machine: async () => null,
     close: () => replicas.close(),
   };
 }
@@ -63,8 +68,10 @@ async function harnessRig(): Promise<Rig> {
 async function processRig(): Promise<Rig> {
   const key = 'bench-follower';
   const prefix = `cpgw-bench-follower-${randomBytes(4).toString('hex')}:`;
-  // Every company read answers 80 ms late (one upstream call per round).
-  const emu = await startLiftedEmulator([key], ['--latency', 'company=80']);
+  // Every company read answers 80 ms late (one upstream call per round); a second key (its own
+  // account) reads bank records straight from it for the machine check.
+  const direct = 'bench-follower-direct';
+  const emu = await startLiftedEmulator([key, direct], ['--latency', 'company=80']);
   const { configFile, token } = await writeLiftedGatewayConfig();
   const env = {
     CPGW_CONFIG: configFile,
@@ -87,6 +94,8 @@ async function processRig(): Promise<Rig> {
       const res = await fetch(`${emu.url}/_emulator/requests?route=company`, { headers: control });
       return callsFor(inn, (await res.json()) as RequestLog);
     },
+    machine: async () =>
+      bankReadCheck(await directBankP50(emu.url, direct), 'a quieter machine, or compare builds in one run'),
     close: async () => {
       await Promise.all([stopCpgw(ga.child), stopCpgw(gb.child)]);
       await stopCpgw(emu.child);
@@ -110,6 +119,7 @@ const gaps: number[] = [];
 const leaderMs: number[] = [];
 const followerMs: number[] = [];
 let calls = 0;
+let machine: MachineCheck | null = null;
 try {
   const inns = knownInns(ROUNDS + 5, 5_000);
   for (const [i, inn] of inns.entries()) {
@@ -131,6 +141,7 @@ try {
       followerMs.push(rb.at - sentB);
     }
   }
+  machine = await rig.machine();
 } finally {
   await rig.close();
 }
@@ -149,11 +160,14 @@ const result = {
   replicas: PROCESSES ? 'separate processes' : 'one process (the test harness)',
   /** Issue 33: the follower < 5 ms p50 after the leader (judged on --processes: replicas as deployed). */
   issue_33_target_met: at(0.5) < 5,
+  /** --processes: whether this machine can judge the 5 ms (machine-check.ts); null in one process. */
+  machine_check: machine,
   note: 'B (another replica) follows A; B answer time minus A answer time',
 };
 console.log(
   `follower on another replica, after the leader: p50 ${result.followerAfterLeaderMs.p50} ms (issue 33's < 5 ms: ${result.issue_33_target_met ? 'met' : 'missed'}), p90 ${result.followerAfterLeaderMs.p90} ms, p99 ${result.followerAfterLeaderMs.p99} ms, max ${result.followerAfterLeaderMs.max} ms; upstream calls per round ${result.upstreamCallsPerRound}; each read's own time p50: leader ${result.leaderReadMs.p50} ms, follower ${result.followerReadMs.p50} ms (sent 20 ms later)`,
 );
+if (machine) console.log(machine.text);
 writeFileSync(
   PROCESSES ? 'bench/results/coalesce-follower-processes.json' : 'bench/results/coalesce-follower.json',
   `${JSON.stringify(result, null, 2)}\n`,

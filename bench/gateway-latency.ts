@@ -58,6 +58,7 @@ import { Pool } from 'undici';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { bankReadCheck, type MachineCheck } from './machine-check.ts';
 import {
   freshInns,
   noCacheGet,
@@ -194,40 +195,13 @@ const prefixes: string[] = [];
 const gateways: Gateway[] = [];
 const results: Record<string, unknown> = {};
 const PAID_ROW = 'paid miss (new company: reserve, upstream call, record; 100 KB)';
-/**
- * Whether this machine is as fast as the one issue 33's absolute targets were set against: a
- * direct bank-record read (the emulator alone, nothing of the gateway) took 0.14-0.20 ms p50 on
- * that quiet 2-core VM (docs/performance.md, third pass, 2026-11-28 16:40). The same read much
- * slower here means every call is slower, the gateway's too, and a missed added median says
- * little: the PVM guests of sessions 16-19 took 2-3x, a slow KVM guest 2x (eighth pass).
- */
-const REFERENCE_DIRECT_BANK_P50_MS = 0.2;
-/** Past this many times the reference, the verdicts are printed as not judged on this machine. */
-const MACHINE_SLOWER_MAX = 1.5;
-interface MachineCheck {
-  direct_bank_p50_ms: number;
-  times_reference: number;
-  fit: boolean;
-  text: string;
-}
+/** The machine check (machine-check.ts) from the direct bank-record reads of this run: their lowest p50. */
 function machineCheck(
   bank: Record<string, { direct_ms?: { p50: number } }> | undefined,
 ): MachineCheck | null {
   const p50s = Object.values(bank ?? {}).flatMap((c) => (c?.direct_ms ? [c.direct_ms.p50] : []));
   if (p50s.length === 0) return null;
-  const direct = Math.min(...p50s);
-  const times = Math.round((direct / REFERENCE_DIRECT_BANK_P50_MS) * 100) / 100;
-  const fit = times <= MACHINE_SLOWER_MAX;
-  return {
-    direct_bank_p50_ms: direct,
-    times_reference: times,
-    fit,
-    text: `machine: a direct bank-record read p50 ${direct} ms, ${times}x the ${REFERENCE_DIRECT_BANK_P50_MS} ms of the machine the targets were set on${
-      fit
-        ? ''
-        : `: past ${MACHINE_SLOWER_MAX}x, so the absolute verdicts above are not judged here (compare builds in one run instead: pass-through-ab.ts)`
-    }`,
-  };
+  return bankReadCheck(Math.min(...p50s), 'compare builds in one run instead: pass-through-ab.ts');
 }
 
 /** Issue 33's added-median targets as this run read them (printed and written at the end). */

@@ -1,0 +1,64 @@
+// Whether this machine is as fast as the one issue 33's absolute targets were set against: a
+// direct bank-record read (the emulator alone, nothing of the gateway) took 0.14-0.20 ms p50 on
+// that quiet 2-core VM (docs/performance.md, third pass, 2026-11-28 16:40). The same read much
+// slower here means every call is slower, the gateway's too, and a missed absolute target says
+// little: the PVM guests of sessions 16-19 took 2-3x, the KVM guests of the eighth and ninth
+// passes ~2x. The benches that judge an absolute target (gateway-latency.ts, coalesce-follower.ts
+// --processes) print this as their `machine:` line and write it as machine_check.
+// Must never: decide a verdict itself (it says whether one can be read here).
+import { Pool } from 'undici';
+import { quantileMs } from './pass-through-rig.ts';
+
+export const REFERENCE_DIRECT_BANK_P50_MS = 0.2;
+/** Past this many times the reference, a bench prints its absolute verdicts as not judged here. */
+export const MACHINE_SLOWER_MAX = 1.5;
+const BANK_PATH = '/v1/banks/044525225';
+
+export interface MachineCheck {
+  direct_bank_p50_ms: number;
+  times_reference: number;
+  fit: boolean;
+  text: string;
+}
+
+/** The check for a direct bank-record read's p50 on this machine; `instead`: what to do when it does not fit. */
+export function bankReadCheck(directP50Ms: number, instead: string): MachineCheck {
+  const times = Math.round((directP50Ms / REFERENCE_DIRECT_BANK_P50_MS) * 100) / 100;
+  const fit = times <= MACHINE_SLOWER_MAX;
+  return {
+    direct_bank_p50_ms: directP50Ms,
+    times_reference: times,
+    fit,
+    text: `machine: a direct bank-record read p50 ${directP50Ms} ms, ${times}x the ${REFERENCE_DIRECT_BANK_P50_MS} ms of the machine the targets were set on${
+      fit
+        ? ''
+        : `: past ${MACHINE_SLOWER_MAX}x, so the absolute verdicts above are not judged here (${instead})`
+    }`,
+  };
+}
+
+/**
+ * p50 of `reads` sequential bank-record reads straight from the emulator at `url` with upstream
+ * key `key` (one connection, after 50 unmeasured), the figure bankReadCheck takes.
+ */
+export async function directBankP50(url: string, key: string, reads = 300): Promise<number> {
+  const pool = new Pool(url, { connections: 1 });
+  const ms: number[] = [];
+  try {
+    for (let i = 0; i < reads + 50; i++) {
+      const t0 = performance.now();
+      const res = await pool.request({
+        method: 'GET',
+        path: BANK_PATH,
+        headers: { authorization: `Bearer ${key}` },
+      });
+      await res.body.arrayBuffer();
+      if (res.statusCode !== 200)
+        throw new Error(`${BANK_PATH} straight from the emulator: ${res.statusCode}`);
+      if (i >= 50) ms.push(performance.now() - t0);
+    }
+  } finally {
+    await pool.close();
+  }
+  return quantileMs(ms, 0.5);
+}
