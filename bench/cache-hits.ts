@@ -35,6 +35,7 @@ import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { cacheHitsSvg } from './chart.ts';
 import { type Child, chosenGatewayNode, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { ceilingCheck } from './machine-check.ts';
 import { type NginxCache, startNginxCache } from './nginx-cache.ts';
 import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { captureSteady, differences, type RawAnswer, rawGet, startCeiling } from './raw-http.ts';
@@ -790,34 +791,11 @@ if (cells.length) {
     );
 }
 
-/**
- * Whether this machine is as fast as the one the p99 target was set against. The req/s targets
- * are ratios within one run and hold on any machine; a p99 in ms does not: the node:http
- * ceiling's bank record at 16 connections served 63,982 req/s on that quiet 2-core VM
- * (docs/performance.md third pass, 2026-11-28 18:46) and ~13,900 on the slow KVM guest of the
- * eighth pass, where the ceiling's own p99 was 3.2 ms.
- */
-const REFERENCE_CEILING_BANK_16 = 63_982;
-/** Below this fraction of the reference, the p99 verdicts are printed as not judged here. */
-const MACHINE_FRACTION_MIN = 0.67;
 const ceilingBank = cells.find(
   (c) => c.server === 'node:http ceiling' && c.target === 'bank record' && c.concurrency === 16,
 );
-const machineCheck = ceilingBank
-  ? {
-      ceiling_bank_16_req_per_s: ceilingBank.req_per_s,
-      of_reference: round(ceilingBank.req_per_s / REFERENCE_CEILING_BANK_16, 2),
-      fit: ceilingBank.req_per_s / REFERENCE_CEILING_BANK_16 >= MACHINE_FRACTION_MIN,
-    }
-  : null;
-if (machineCheck)
-  console.log(
-    `machine: the node:http ceiling's bank record at 16 connections ${machineCheck.ceiling_bank_16_req_per_s} req/s, ${machineCheck.of_reference}x the ${REFERENCE_CEILING_BANK_16} of the machine the p99 target was set on${
-      machineCheck.fit
-        ? ''
-        : `: under ${MACHINE_FRACTION_MIN}x, so the p99 verdict is not judged here (the ratios are)`
-    }`,
-  );
+const machineCheck = ceilingBank ? ceilingCheck(ceilingBank.req_per_s) : null;
+if (machineCheck) console.log(machineCheck.text);
 
 const report = {
   bench: 'cache-hits',

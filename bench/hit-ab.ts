@@ -17,6 +17,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { median } from '../test/helpers/intervals.ts';
 import { buildRuns, type Child, cpuTicks, startCpgw, stopCpgw } from './cpgw-process.ts';
 import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { runWrk, type WrkRun, wrkAvailable } from './wrk-load.ts';
@@ -50,7 +51,6 @@ const CONNECTIONS = Number(values.connections);
 const SECONDS = Number(values.seconds);
 const ROUNDS = Number(values.rounds);
 const runs = buildRuns(positionals);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 const loadAtStart = loadavg()[0]!;
 const children: Child[] = [];

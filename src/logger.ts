@@ -26,7 +26,7 @@ export const REDACT_PATHS = [
  * Characters of log lines kept before one write to stdout (issue #12: a write per line cost ~20 µs
  * per request; 4 KB batches ~0.8 µs a 250-byte line on a 2-core VM, 16 KB ~0.6: bench/request-log.ts).
  */
-const STDOUT_BUFFER_BYTES = 16 * 1024;
+const STDOUT_BATCH_CHARS = 16 * 1024;
 /** A quiet gateway's lines wait at most this long (ms). */
 const STDOUT_FLUSH_MS = 200;
 
@@ -34,7 +34,7 @@ const STDOUT_FLUSH_MS = 200;
 let stdout: DestinationStream | null = null;
 
 /**
- * stdout, written in batches: lines collect up to STDOUT_BUFFER_BYTES and are written together
+ * stdout, written in batches: lines collect up to STDOUT_BATCH_CHARS and are written together
  * (synchronously, so nothing is in flight), every STDOUT_FLUSH_MS at the latest, and at exit.
  * One per process, however many gateways it starts (tests start dozens): each would otherwise
  * keep its own timer and exit listener for the life of the process, and two buffers of the same
@@ -57,7 +57,7 @@ function bufferedStdout(): DestinationStream {
 
 /** A file descriptor or path written in batches of lines (LineBatch), as the gateway's stdout is. */
 export function batchedDestination(dest: number | string): LineBatch {
-  return new LineBatch(pino.destination({ dest, minLength: 0, sync: true }), STDOUT_BUFFER_BYTES);
+  return new LineBatch(pino.destination({ dest, minLength: 0, sync: true }), STDOUT_BATCH_CHARS);
 }
 
 /**
