@@ -2,7 +2,9 @@
 // answers late or never: a call past its timeout fails as `timeout` and its connection is closed;
 // a call whose client-gone signal (a Waker, as the pipeline gives it) wakes mid-call, or before
 // it starts, fails as `aborted` (never sent when already aborted); an answered call leaves no
-// listener on that signal, its own or undici's (a request's signal outlives the call: retries).
+// listener on that signal, its own or undici's (a request's signal outlives the call: retries);
+// one stopped while it waits for a connection is never sent; an answer read in many chunks comes
+// back whole, a header sent twice joined.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +19,17 @@ const seen = { requests: 0, closedUnanswered: 0 };
 beforeAll(async () => {
   server = createServer((req: IncomingMessage, res: ServerResponse) => {
     seen.requests++;
-    const wait = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('wait') ?? 0);
+    const query = new URL(req.url ?? '/', 'http://x').searchParams;
+    const wait = Number(query.get('wait') ?? 0);
+    const big = Number(query.get('big') ?? 0);
+    if (big > 0) {
+      // Many socket reads on the client's side, and a header sent twice.
+      res.setHeader('x-twice', ['a', 'b']);
+      const body = Buffer.alloc(big);
+      for (let i = 0; i < big; i++) body[i] = i % 251;
+      res.end(body);
+      return;
+    }
     const timer = setTimeout(() => res.end(JSON.stringify({ ok: true })), wait);
     res.on('close', () => {
       if (!res.writableFinished) {
@@ -115,5 +127,35 @@ describe('UpstreamClient', () => {
     // The pool is still good for the next call.
     const res = await client.request({ method: 'GET', path: '/v1/x?wait=0', timeoutMs: 2_000 });
     expect(res.status).toBe(200);
+  });
+
+  it('returns an answer read in many chunks whole, and joins a header sent twice', async () => {
+    const res = await client.request({ method: 'GET', path: '/v1/x?big=300000', timeoutMs: 5_000 });
+    expect(res.status).toBe(200);
+    expect(res.body.length).toBe(300_000);
+    for (const i of [0, 1, 65_535, 65_536, 131_071, 299_999]) expect(res.body[i]).toBe(i % 251);
+    expect(res.headers['x-twice']).toBe('a, b');
+  });
+
+  it('never sends a call stopped while it waits for a connection; the call ahead is answered', async () => {
+    const { port } = server.address() as AddressInfo;
+    const one = new UpstreamClient({ url: `http://127.0.0.1:${port}`, apiKey: 'k', connections: 1 });
+    try {
+      const before = { ...seen };
+      const ahead = one.request({ method: 'GET', path: '/v1/x?wait=300', timeoutMs: 5_000 });
+      await until(() => seen.requests === before.requests + 1);
+      const signal = countingSignal();
+      const queued = one
+        .request({ method: 'GET', path: '/v1/x?wait=0', timeoutMs: 5_000, signal })
+        .catch((e: unknown) => e);
+      signal.wake();
+      expect(((await queued) as UpstreamFailure).kind).toBe('aborted');
+      expect((await ahead).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(seen.requests).toBe(before.requests + 1);
+      expect(signal.attached).toBe(0);
+    } finally {
+      await one.close();
+    }
   });
 });
