@@ -131,7 +131,12 @@ export class UpstreamClient {
           );
         },
       );
-      return { status: res.status, headers: res.headers, body: res.body, durationMs: performance.now() - started };
+      return {
+        status: res.status,
+        headers: res.headers,
+        body: res.body,
+        durationMs: performance.now() - started,
+      };
     } catch (err) {
       if (req.signal?.aborted) throw new UpstreamFailure('aborted', 'the client went away', { cause: err });
       if (timedOut || isTimeout(err)) {

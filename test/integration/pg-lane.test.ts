@@ -45,7 +45,9 @@ const pidOf = async (link: PgLink) =>
     try {
       const pids = await Promise.all(
         Array.from({ length: 7 }, () =>
-          link.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.03)').then((r) => r.rows[0]!.pid),
+          link
+            .query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.03)')
+            .then((r) => r.rows[0]!.pid),
         ),
       );
       expect(pids).toHaveLength(7);
@@ -87,10 +89,10 @@ const pidOf = async (link: PgLink) =>
       const pid = await pidOf(link);
       const slow = link.query('SELECT pg_sleep(5)');
       await eventually(async () => {
-        const { rows } = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE $2', [
-          pid,
-          '%pg_sleep(5)%',
-        ]);
+        const { rows } = await admin.query(
+          'SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE $2',
+          [pid, '%pg_sleep(5)%'],
+        );
         expect(rows).toHaveLength(1);
       }, 5_000);
       await admin.query('SELECT pg_terminate_backend($1)', [pid]);

@@ -76,7 +76,10 @@ export class SessionLane {
     for (const held of this.ready.splice(0)) this.letGo(held);
   }
 
-  private async run<R extends pg.QueryResultRow>(held: Held, statement: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+  private async run<R extends pg.QueryResultRow>(
+    held: Held,
+    statement: pg.QueryConfig,
+  ): Promise<pg.QueryResult<R>> {
     let result: pg.QueryResult<R>;
     try {
       result = await held.client.query<R>(statement);
