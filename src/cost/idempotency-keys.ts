@@ -27,9 +27,13 @@ export function normalizedTarget(pathAndQuery: string): string {
 }
 
 /**
- * `gw1r-` + base64url(SHA-256(request id)): the key of one logical request made without a client
- * key (48 characters). Its retries and its reconciliation reuse it; no other request ever does.
+ * `gw1r-` + the request id: the key of one logical request made without a client key (41
+ * characters). A request id is unique within a process (its counter) and across processes and
+ * restarts (90 random bits per process: ops/request-id.ts), and never comes from a client; a
+ * client's key is `gw1-` and a hash, so it never takes this shape. Its retries and its
+ * reconciliation reuse it; no other request ever does. (It was a SHA-256 of the id: createHash's
+ * setup cost ~7-10 µs of every charged or in-window read, docs/performance.md tenth pass.)
  */
 export function requestKey(requestId: string): string {
-  return `gw1r-${digest('request', requestId)}`;
+  return `gw1r-${requestId}`;
 }
