@@ -5,6 +5,8 @@
 // machine state, then prints median/p99 of both and of the difference, and writes
 // bench/results/gateway-latency.json.
 //   node bin/run-ts.js bench/gateway-latency.ts [N] [--paid N] [--stores memory,embedded,redis,postgres,redis+postgres] [--interleaved] [--pg-stats] [--compare DIR] [--paid-gap MS]
+// CPGW_BENCH_GATEWAY_NODE=<node binary>: the gateways run on that Node (the image's 24; recorded as
+// gateway_node and printed on the first line); the emulator and this client stay on this one.
 // --paid-gap MS: an idle pause before each paid-miss call (direct or gateway): without it, what a
 // gateway does after its answer runs during the next direct call and shrinks "added" (the record
 // after the answer of issue 33 is 0.3-0.6 ms of that on PostgreSQL); compare gateway p50s too.
@@ -57,7 +59,7 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
-import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { type Child, chosenGatewayNode, startCpgw, stopCpgw } from './cpgw-process.ts';
 import { bankReadCheck, type MachineCheck } from './machine-check.ts';
 import {
   freshInns,
@@ -77,6 +79,11 @@ const INTERLEAVED = args.includes('--interleaved');
 const PG_STATS = args.includes('--pg-stats');
 const flagValues = new Set(['--paid', '--stores', '--compare', '--paid-gap'].map((f) => argValue(f)));
 const COMPARE = argValue('--compare');
+/** The gateways run on another Node when CPGW_BENCH_GATEWAY_NODE names one (cpgw-process.ts). */
+const GATEWAY_NODE = ((path) =>
+  path ? { path, version: spawnSync(path, ['-v'], { encoding: 'utf8' }).stdout.trim() } : null)(
+  chosenGatewayNode(),
+);
 const N = Number(args.find((a) => !a.startsWith('--') && !flagValues.has(a)) ?? 2000);
 const PAID = Number(argValue('--paid') ?? 300);
 const PAID_WARMUP = 20;
@@ -342,7 +349,7 @@ try {
   };
 
   console.log(
-    `gateway-latency: load ${LOAD_AT_START.toFixed(2)}; stores ${gw.map((g) => g.store).join(', ')}; pass-through ${N} rounds, paid miss ${PAID} rounds (ms)`,
+    `gateway-latency: load ${LOAD_AT_START.toFixed(2)};${GATEWAY_NODE ? ` gateways on Node ${GATEWAY_NODE.version} (CPGW_BENCH_GATEWAY_NODE);` : ''} stores ${gw.map((g) => g.store).join(', ')}; pass-through ${N} rounds, paid miss ${PAID} rounds (ms)`,
   );
   for (const route of routes) {
     if (N <= 0) break;
@@ -438,6 +445,8 @@ const report = {
   bench: 'gateway-latency',
   at: new Date().toISOString(),
   node: process.version,
+  /** The gateways' own Node when CPGW_BENCH_GATEWAY_NODE chose another (the image's 24), else null. */
+  gateway_node: GATEWAY_NODE,
   loadavg_1m_at_start: Math.round(LOAD_AT_START * 100) / 100,
   loadavg_1m_at_end: Math.round(loadavg()[0]! * 100) / 100,
   stores: {
