@@ -3,7 +3,8 @@
 // (identity, gzip and brotli as stored) and a bank record, with the memory store and with the
 // Redis store, beside nginx proxy_cache in front of the emulator (bench/nginx-cache.ts, when
 // nginx is installed), the upstream emulator answering the same requests directly, and the
-// runtime's ceiling: a bare `node:http` server (bench/node-ceiling-server.js, its own process)
+// runtime's ceiling: a bare `node:http` server (bench/node-ceiling-server.js, its own process, on
+// the gateways' Node: CPGW_BENCH_GATEWAY_NODE when set)
 // writing, for each cell, exactly the bytes the gateway sent for it (status, headers with
 // Content-Encoding, body; captured from the memory gateway once per run and checked equal on the
 // wire but for Date and the headers that change per answer), all in the same run. The load comes
@@ -812,7 +813,7 @@ const report = {
     loadavg_1m_at_end: round(loadavg()[0] ?? 0, 2),
   },
   setup:
-    'gateway (memory store) and gateway (Redis store) each their own process (cpgw start, log level log_level: warn unless --log-level) in front of one emulator with the key limit upstream_key_limit_per_minute (the spec 60/min by default; the gateways follow it); direct reads go to a twin emulator process (same code, data, seed) with limits that never refuse; nginx proxy_cache (one worker) in front of the twin; the node:http ceiling (bench/node-ceiling-server.js, its own process) answers each cell with the bytes the memory gateway sent for it (captured once, checked equal on the wire but for Date and the headers that changed between two gateway answers: see ceiling). Load: wrk, one thread (without wrk: this process, undici Pool, one connection per request in flight, closed loop). Every gateway answer checked: 200, X-Cache HIT, Content-Encoding as expected; direct answers: 200 and X-Charged-Minor 0 (inside the window the first direct read opened). Each round takes every cell once, its servers in an order rotated by one place every round; req_per_s, p50/p99 and CPU are medians over the rounds (the lower middle for an even count), rounds lists each. vs_ceiling / vs_nginx / vs_memory: ratios of the medians; *_paired: median of the per-round ratios. Redis runs on the same machine; redis_cpu_ms_per_req is the whole Redis server CPU.',
+    'gateway (memory store) and gateway (Redis store) each their own process (cpgw start, log level log_level: warn unless --log-level) in front of one emulator with the key limit upstream_key_limit_per_minute (the spec 60/min by default; the gateways follow it); direct reads go to a twin emulator process (same code, data, seed) with limits that never refuse; nginx proxy_cache (one worker) in front of the twin; the node:http ceiling (bench/node-ceiling-server.js, its own process, on the Node the gateways run on) answers each cell with the bytes the memory gateway sent for it (captured once, checked equal on the wire but for Date and the headers that changed between two gateway answers: see ceiling). Load: wrk, one thread (without wrk: this process, undici Pool, one connection per request in flight, closed loop). Every gateway answer checked: 200, X-Cache HIT, Content-Encoding as expected; direct answers: 200 and X-Charged-Minor 0 (inside the window the first direct read opened). Each round takes every cell once, its servers in an order rotated by one place every round; req_per_s, p50/p99 and CPU are medians over the rounds (the lower middle for an even count), rounds lists each. vs_ceiling / vs_nginx / vs_memory: ratios of the medians; *_paired: median of the per-round ratios. Redis runs on the same machine; redis_cpu_ms_per_req is the whole Redis server CPU.',
   settings: {
     upstream_key_limit_per_minute: UPSTREAM_KEY_LIMIT,
     rounds: ROUNDS,

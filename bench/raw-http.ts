@@ -6,7 +6,7 @@
 import { writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { type Child, startCpgw } from './cpgw-process.ts';
+import { type Child, chosenGatewayNode, startCpgw } from './cpgw-process.ts';
 
 /** One answer as it came off the socket: status line, header lines in order, body. */
 export interface RawAnswer {
@@ -166,6 +166,8 @@ export async function startCeiling(
       })),
     }),
   );
+  // The runtime's ceiling runs on the gateways' Node (CPGW_BENCH_GATEWAY_NODE, else this one):
+  // a ceiling on another release than the gateways it is compared with measures the releases.
   const started = await startCpgw(
     [file],
     env,
@@ -173,6 +175,7 @@ export async function startCeiling(
     'bench/node-ceiling-server.js',
     launcher,
     startTimeoutMs,
+    chosenGatewayNode() ?? process.execPath,
   );
   return { child: started.child, url: started.match[1]! };
 }
