@@ -29,8 +29,8 @@ const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58']);
 /** Access refused (bad password, unknown database or role): the store is unusable as configured. */
 const ACCESS_CODES = new Set(['28000', '28P01', '3D000']);
 /**
- * Retried: a serialization failure or deadlock (the statement is its own transaction), and a
- * prepared statement whose result type a migration changed since this session planned it (0A000,
+ * Retried: a serialization failure or deadlock (the statement is its own transaction), and a plan
+ * a session cached (a plpgsql function's) whose result type a migration changed since (0A000,
  * "cached plan must not change result type"; the failed session is closed, the retry plans anew).
  */
 const RETRY_CODES = new Set(['40001', '40P01', '0A000']);
@@ -76,19 +76,11 @@ export function isUnavailable(error: unknown): boolean {
 
 /** pg-pool's idle time, after which the pool closes an idle session (and the lane gives one back). */
 const IDLE_MS = 30_000;
-/**
- * Statements named (prepared once per session, then only bound and run: PostgreSQL parses and
- * plans an unnamed one on every call, ~0.1-0.2 ms of a money step here). Every statement text of
- * the money roles is a constant; past this many, any further text runs unnamed.
- */
-const MAX_NAMED = 256;
 
 export class PgLink {
   readonly pool: pg.Pool;
   /** Sessions held between statements (pg-lane.ts): a statement goes out on the turn it is asked for. */
   private readonly lane: SessionLane;
-  /** Statement names by text (MAX_NAMED). */
-  private readonly names = new Map<string, string>();
   private readonly onError: (error: unknown) => void;
   private down = false;
 
@@ -142,7 +134,7 @@ export class PgLink {
   ): Promise<pg.QueryResult<R>> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const result = await this.lane.query<R>(this.statement(text, values));
+        const result = await this.lane.query<R>({ text, values });
         this.down = false;
         return result;
       } catch (error) {
@@ -156,16 +148,6 @@ export class PgLink {
         );
       }
     }
-  }
-
-  /** The statement, named when its text has a name (pg prepares it once per session under it). */
-  private statement(text: string, values: unknown[]): pg.QueryConfig {
-    let name = this.names.get(text);
-    if (name === undefined && this.names.size < MAX_NAMED) {
-      name = `cpgw_${this.names.size + 1}`;
-      this.names.set(text, name);
-    }
-    return name === undefined ? { text, values } : { name, text, values };
   }
 
   async close(): Promise<void> {
