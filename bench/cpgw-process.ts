@@ -43,6 +43,12 @@ export function chosenGatewayNode(): string | null {
   return process.env.CPGW_BENCH_GATEWAY_NODE || null;
 }
 
+/** chosenGatewayNode() and the version that command prints (`-v`), or null when none is chosen. */
+export function chosenGatewayNodeVersion(): { path: string; version: string } | null {
+  const path = chosenGatewayNode();
+  return path ? { path, version: spawnSync(path, ['-v'], { encoding: 'utf8' }).stdout.trim() } : null;
+}
+
 /** The node that runs a process started with `args`: CPGW_BENCH_GATEWAY_NODE for a gateway, when set. */
 function gatewayNode(args: string[]): string {
   const chosen = chosenGatewayNode();

@@ -59,7 +59,7 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
-import { type Child, chosenGatewayNode, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { type Child, chosenGatewayNodeVersion, startCpgw, stopCpgw } from './cpgw-process.ts';
 import { bankReadCheck, type MachineCheck } from './machine-check.ts';
 import {
   freshInns,
@@ -80,10 +80,7 @@ const PG_STATS = args.includes('--pg-stats');
 const flagValues = new Set(['--paid', '--stores', '--compare', '--paid-gap'].map((f) => argValue(f)));
 const COMPARE = argValue('--compare');
 /** The gateways run on another Node when CPGW_BENCH_GATEWAY_NODE names one (cpgw-process.ts). */
-const GATEWAY_NODE = ((path) =>
-  path ? { path, version: spawnSync(path, ['-v'], { encoding: 'utf8' }).stdout.trim() } : null)(
-  chosenGatewayNode(),
-);
+const GATEWAY_NODE = chosenGatewayNodeVersion();
 const N = Number(args.find((a) => !a.startsWith('--') && !flagValues.has(a)) ?? 2000);
 const PAID = Number(argValue('--paid') ?? 300);
 const PAID_WARMUP = 20;

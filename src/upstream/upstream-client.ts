@@ -87,56 +87,48 @@ export class UpstreamClient {
     if (req.signal?.aborted) clientGone();
     else req.signal?.addEventListener('abort', clientGone, { once: true });
     try {
-      const res = await new Promise<{ status: number; headers: Record<string, string>; body: Buffer }>(
-        (resolve, reject) => {
-          let status = 0;
-          const headers: Record<string, string> = {};
-          const chunks: Buffer[] = [];
-          let size = 0;
-          this.pool.dispatch(
-            {
-              origin: this.origin,
-              method: req.method,
-              path: this.basePath + req.path,
-              headers: copyWith(req.headers ?? {}, { authorization: this.authorization }),
-              body: req.body,
-              headersTimeout: req.timeoutMs,
-              bodyTimeout: req.timeoutMs,
+      return await new Promise<UpstreamResponse>((resolve, reject) => {
+        let status = 0;
+        const headers: Record<string, string> = {};
+        const chunks: Buffer[] = [];
+        let size = 0;
+        this.pool.dispatch(
+          {
+            origin: this.origin,
+            method: req.method,
+            path: this.basePath + req.path,
+            headers: copyWith(req.headers ?? {}, { authorization: this.authorization }),
+            body: req.body,
+            headersTimeout: req.timeoutMs,
+            bodyTimeout: req.timeoutMs,
+          },
+          {
+            onRequestStart(c) {
+              controller = c;
+              // Stopped while the call waited for a connection: it ends before a byte is sent.
+              if (stopped) c.abort(stopped);
             },
-            {
-              onRequestStart(c) {
-                controller = c;
-                // Stopped while the call waited for a connection: it ends before a byte is sent.
-                if (stopped) c.abort(stopped);
-              },
-              onResponseStart(_c, statusCode, raw) {
-                status = statusCode;
-                for (const name in raw) {
-                  const value = raw[name];
-                  if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-                }
-              },
-              onResponseData(_c, chunk) {
-                chunks.push(chunk);
-                size += chunk.length;
-              },
-              onResponseEnd() {
-                const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-                resolve({ status, headers, body });
-              },
-              onResponseError(_c, error) {
-                reject(error);
-              },
+            onResponseStart(_c, statusCode, raw) {
+              status = statusCode;
+              for (const name in raw) {
+                const value = raw[name];
+                if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+              }
             },
-          );
-        },
-      );
-      return {
-        status: res.status,
-        headers: res.headers,
-        body: res.body,
-        durationMs: performance.now() - started,
-      };
+            onResponseData(_c, chunk) {
+              chunks.push(chunk);
+              size += chunk.length;
+            },
+            onResponseEnd() {
+              const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+              resolve({ status, headers, body, durationMs: performance.now() - started });
+            },
+            onResponseError(_c, error) {
+              reject(error);
+            },
+          },
+        );
+      });
     } catch (err) {
       if (req.signal?.aborted) throw new UpstreamFailure('aborted', 'the client went away', { cause: err });
       if (timedOut || isTimeout(err)) {

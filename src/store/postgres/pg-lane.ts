@@ -27,7 +27,7 @@ export interface SessionLaneOptions {
   max: number;
   /** A held session unused this long is given back (the pool then closes it after its own idle time). */
   idleMs: number;
-  /** A held session lost its connection while it was idle. */
+  /** A held session lost its connection (idle, or under a statement, which fails too). */
   onError: (error: unknown) => void;
 }
 
