@@ -28,7 +28,13 @@ import type { AppConfig, GatewayConfig } from '../config/schema.ts';
 import { chargeShape } from '../cost/estimate.ts';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.ts';
 import { nextRequestId } from '../ops/request-id.ts';
-import { logLineOf, writeRequestLog } from '../ops/request-log.ts';
+import {
+  lineMiddle,
+  logLineOf,
+  type RequestLogLine,
+  writeLineWithMiddle,
+  writeRequestLog,
+} from '../ops/request-log.ts';
 import { matchRoute } from '../route-match.ts';
 import type { ChargeShape, IncomingCall, UpstreamRoute } from '../route-table.ts';
 import type { PipelineDeps } from './deps.ts';
@@ -98,6 +104,11 @@ interface Prepared {
    */
   text: string | null;
   upstreamRequestId: string | undefined;
+  /**
+   * The request log line's middle (request-log.ts lineMiddle) for the last app, route and saving
+   * this answer was logged with: its HITs' lines differ only in time, request id and duration.
+   */
+  line: { app: string; route: string; saved: number | undefined; middle: string } | undefined;
   /**
    * The status line and `head` as header block lines (`name: value\r\n`), for the raw write
    * (rawHead); null when a name or value holds a byte Node's writeHead would refuse.
@@ -260,22 +271,40 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
   metrics.hit(app.name, route.name, kind, saved, elapsedMs / 1000);
   if (o.traced) o.traced(req, { route, app: app.name, status: p.status, requestId, started });
   if (o.access.isLevelEnabled('info')) {
-    // One literal, no spreads (Node 20 builds a literal with a spread on a slow path: object-copy.ts).
-    const line = logLineOf(
-      {
-        route,
-        app,
-        cache: 'HIT',
-        chargedMinor: 0,
-        savedMinor: saved > 0 ? saved : undefined,
-        savedReason: saved > 0 ? 'cache' : undefined,
-        upstreamRequestId: p.upstreamRequestId || undefined,
-      },
-      { route: route.url, method: 'GET', status: p.status, elapsedMs, clientGone: false },
-    );
-    writeRequestLog(o.access, requestId, line);
+    const savedMinor = saved > 0 ? saved : undefined;
+    let known = p.line;
+    if (known?.app !== app.name || known.route !== route.name || known.saved !== savedMinor) {
+      const middle = lineMiddle(hitLine(p, route, app, savedMinor, 0));
+      known = { app: app.name, route: route.name, saved: savedMinor, middle };
+      p.line = known;
+    }
+    if (!writeLineWithMiddle(o.access, requestId, known.middle, elapsedMs))
+      writeRequestLog(o.access, requestId, hitLine(p, route, app, savedMinor, elapsedMs));
   }
   return true;
+}
+
+/** A HIT's request log line. */
+function hitLine(
+  p: Prepared,
+  route: UpstreamRoute,
+  app: AppConfig,
+  savedMinor: number | undefined,
+  elapsedMs: number,
+): RequestLogLine {
+  // One literal, no spreads (Node 20 builds a literal with a spread on a slow path: object-copy.ts).
+  return logLineOf(
+    {
+      route,
+      app,
+      cache: 'HIT',
+      chargedMinor: 0,
+      savedMinor,
+      savedReason: savedMinor !== undefined ? 'cache' : undefined,
+      upstreamRequestId: p.upstreamRequestId || undefined,
+    },
+    { route: route.url, method: 'GET', status: p.status, elapsedMs, clientGone: false },
+  );
 }
 
 /** The URL's route, call, charge shape and cache key, or null when it is not a plain cached read. */
@@ -332,6 +361,8 @@ function prepare(deps: PipelineDeps, entry: CacheEntry, acceptEncoding: string |
     text: rendered.body.length <= SINGLE_WRITE_MAX ? rendered.body.toString('latin1') : null,
     upstreamRequestId: rendered.headers['x-upstream-request-id'],
     block: headerBlock(rendered.status, head),
+    // Set here, not added at the first HIT: every Prepared keeps one shape (the hot path reads them).
+    line: undefined,
   };
   if (!rendered.provisional) {
     if (!forEntry) {

@@ -9,8 +9,10 @@ import {
   type ExchangeFacts,
   formatRequestLine,
   type LoggedContext,
+  lineMiddle,
   logLineOf,
   type RequestLogLine,
+  writeLineWithMiddle,
   writeRequestLog,
 } from '../../src/ops/request-log.ts';
 
@@ -137,6 +139,33 @@ describe('the request log line', () => {
     const out = capture();
     writeRequestLog(accessLogger(createLogger('warn', out)), 'a', base);
     writeRequestLog(accessLogger(createLogger('info', out), false), 'b', base);
+    expect(out.lines).toEqual([]);
+  });
+
+  // The hit path keeps a HIT's middle with the rendered answer and writes only time, id and duration.
+  const hits = LINES.filter(
+    ([, l]) => l.upstreamMs === undefined && l.attempts === undefined && !l.clientGone,
+  );
+  it.each(hits)('from a kept middle, is the same line: %s', (_name, line) => {
+    const out = capture();
+    const access = accessLogger(createLogger('info', out));
+    expect(writeLineWithMiddle(access, 'req-"2"', lineMiddle(line), line.durationMs)).toBe(true);
+    writeRequestLog(access, 'req-"2"', line);
+    expect(out.lines).toHaveLength(2);
+    expect(sameTime(out.lines[0]!)).toBe(sameTime(out.lines[1]!));
+  });
+
+  it('rounds a kept middle’s duration as a line’s (two decimals)', () => {
+    const out = capture();
+    const access = accessLogger(createLogger('info', out));
+    writeLineWithMiddle(access, 'r', lineMiddle(base), 0.016_67);
+    expect((JSON.parse(out.lines[0]!) as { durationMs: number }).durationMs).toBe(0.02);
+  });
+
+  it('leaves a kept middle to the caller when pino formats the lines', () => {
+    const out = capture();
+    const other = pino({ level: 'info' }, out);
+    expect(writeLineWithMiddle(other, 'r', lineMiddle(base), 1)).toBe(false);
     expect(out.lines).toEqual([]);
   });
 
