@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/load.ts';
 import { envWithoutCpgw, waitForOutput } from '../helpers/child-process.ts';
+import { cpgwArgs, imageCommand } from '../helpers/image-command.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.ts';
 import { deleteKeysUnder, freePort, startTestRedis, type TestRedis, uniquePrefix } from '../helpers/redis.ts';
 
@@ -28,7 +29,7 @@ const compose = parse(readFileSync('compose.yaml', 'utf8'), { merge: true }) as 
 };
 const services = compose.services;
 const cpgwServices = Object.entries(services).filter(([, s]) => s.image === 'counterparty-gateway:local');
-const gatewayNames = cpgwServices.filter(([, s]) => s.command?.[2] === 'start').map(([n]) => n);
+const gatewayNames = cpgwServices.filter(([, s]) => cpgwArgs(s.command ?? [])[0] === 'start').map(([n]) => n);
 const demoToken = (name: string) =>
   new RegExp(`^#\\s+${name}\\s+(cpgw_\\S+)`, 'm').exec(readFileSync('deploy/gateway.yaml', 'utf8'))![1]!;
 
@@ -45,12 +46,15 @@ describe('compose.yaml', () => {
 
   it('runs real cpgw commands: 2+ gateway replicas, one emulator, one published port in front', () => {
     for (const [name, service] of cpgwServices) {
-      expect(service.command?.slice(0, 2), name).toEqual(['node', 'bin/cpgw.js']);
-      expect(['start', 'emulator'], name).toContain(service.command?.[2]);
-      const help = spawnSync('node', ['bin/cpgw.js', service.command![2]!, '--help'], { encoding: 'utf8' });
-      expect(help.status, `${name}: cpgw ${service.command![2]} --help`).toBe(0);
+      expect(service.command?.[0], name).toBe('node');
+      const sub = cpgwArgs(service.command ?? [])[0];
+      expect(['start', 'emulator'], name).toContain(sub);
+      const help = spawnSync('node', ['bin/cpgw.js', sub!, '--help'], { encoding: 'utf8' });
+      expect(help.status, `${name}: cpgw ${sub} --help`).toBe(0);
     }
     expect(gatewayNames.length).toBeGreaterThanOrEqual(2);
+    // The gateways run the image's own command (node's flags included).
+    for (const name of gatewayNames) expect(services[name]!.command, name).toEqual(imageCommand());
     for (const name of gatewayNames)
       expect(services[name]!.ports, `${name} is reached through lb`).toBeUndefined();
     expect(services.lb!.ports).toEqual(['8080:8080']);

@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { configSchema, ENV_OVERRIDES, SECRET_ENV } from '../../src/config/schema.ts';
 import { envWithoutCpgw } from '../helpers/child-process.ts';
+import { imageCommand } from '../helpers/image-command.ts';
 
 const ROOT = join(import.meta.dirname, '../../deploy/kubernetes');
 const OVERLAY = join(ROOT, 'overlays/example');
@@ -192,7 +193,9 @@ describe.skipIf(!kubectl)('deploy/kubernetes/overlays/example, rendered by kubec
     for (const kind of ['requests', 'limits'])
       for (const resource of ['cpu', 'memory'])
         expect(container.resources[kind]?.[resource], `${kind}.${resource}`).toBeDefined();
-    expect(container.args).toEqual(['node', 'bin/cpgw.js', 'start']);
+    // The image's own command (node's flags included), not a second copy that drifts.
+    expect(container.args).toEqual(imageCommand());
+    expect(container.args.slice(-2)).toEqual(['bin/cpgw.js', 'start']);
     expect(container.image).toMatch(/^counterparty-gateway:\S+$/);
   });
 
