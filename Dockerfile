@@ -38,9 +38,5 @@ USER node
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.CPGW_PORT||8080)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
-# V8's young generation kept at Node 20's 16 MB semi-space: Node 24 grows it to 32 MB on a big
-# heap, and a Redis-backed replica then often ran a full mark-compact every ~60 reads (V8 starts
-# marking while the old generation's headroom is below the young generation's size); with it,
-# 36-38 % less CPU a Redis in-window read and 70-83 MiB less peak RSS, HITs and paid misses level
-# (docs/performance.md, eleventh pass). compose.yaml and deploy/kubernetes run this same command.
-CMD ["node", "--max-semi-space-size=16", "bin/cpgw.js", "start"]
+# compose.yaml's gateways and deploy/kubernetes's Deployment run this same command (their tests).
+CMD ["node", "bin/cpgw.js", "start"]
