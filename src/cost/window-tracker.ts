@@ -32,6 +32,8 @@ const MEMO_MAX = 10_000;
 export class WindowTracker {
   private readonly memo = new Map<string, { at: number; windows: CompanyWindows }>();
   private readonly memoMs: number;
+  /** The last window end expiresText() formatted, and its text. */
+  private lastExpiry = { at: Number.NaN, text: '' };
   /** Companies whose windows are being read again for known() (one read each at a time). */
   private readonly renewing = new Set<string>();
 
@@ -89,6 +91,18 @@ export class WindowTracker {
     return need === 'dossier'
       ? windows.dossierUntil
       : Math.max(windows.dossierUntil, windows.requisitesUntil);
+  }
+
+  /**
+   * X-Window-Expires: when the window that makes a read of `need` free ends, as ISO text, or
+   * undefined when it has ended. The text of the last end asked for is kept (a window's reads all
+   * write the same one; formatting it was ~1.4 µs a read on a 2-core VM).
+   */
+  expiresText(windows: CompanyWindows, need: WindowKind): string | undefined {
+    const expiry = this.expiry(windows, need);
+    if (expiry <= this.options.clock.now()) return undefined;
+    if (expiry !== this.lastExpiry.at) this.lastExpiry = { at: expiry, text: new Date(expiry).toISOString() };
+    return this.lastExpiry.text;
   }
 
   /** True when an open window makes a read of `need` free now (with the safety margin). */

@@ -147,11 +147,16 @@ export function formatRequestLine(
   line: RequestLogLine,
   now: number,
 ): string {
-  let s = `{"level":30,"time":"${isoTime(now)}"${bindings},"reqId":${jsonString(reqId)}${lineMiddle(line)},"durationMs":${jsonNumber(line.durationMs)}`;
+  let s = `${lineStart(bindings, reqId, now)}${lineMiddle(line)},"durationMs":${jsonNumber(line.durationMs)}`;
   if (line.upstreamMs !== undefined) s += `,"upstreamMs":${jsonNumber(line.upstreamMs)}`;
   if (line.attempts !== undefined) s += `,"attempts":${jsonNumber(line.attempts)}`;
   if (line.clientGone !== undefined) s += ',"clientGone":true';
   return `${s},"msg":"request"}\n`;
+}
+
+/** A line up to its request id: level, time, the logger's bindings, reqId. */
+function lineStart(bindings: string, reqId: string, now: number): string {
+  return `{"level":30,"time":"${isoTime(now)}"${bindings},"reqId":${jsonString(reqId)}`;
 }
 
 /**
@@ -187,7 +192,7 @@ export function writeLineWithMiddle(
   const sink = accessSinkOf(access);
   if (!sink) return false;
   sink.stream.write(
-    `{"level":30,"time":"${isoTime(Date.now())}"${sink.bindings},"reqId":${jsonString(reqId)}${middle},"durationMs":${jsonNumber(round2(elapsedMs))},"msg":"request"}\n`,
+    `${lineStart(sink.bindings, reqId, Date.now())}${middle},"durationMs":${jsonNumber(round2(elapsedMs))},"msg":"request"}\n`,
   );
   return true;
 }

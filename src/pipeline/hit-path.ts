@@ -76,13 +76,6 @@ function rateHeadersOf(headroom: object & Parameters<typeof rateLimitValues>[0])
 const FREE_CHARGE = ['x-charged-minor', '0', 'x-cost-estimate-minor', '0'];
 const FREE_CHARGE_LINES = 'x-charged-minor: 0\r\nx-cost-estimate-minor: 0\r\n';
 
-/** The last window expiry written, as ISO text (most HITs in a row are of the same company). */
-let lastExpiry = { at: Number.NaN, iso: '' };
-function isoOf(at: number): string {
-  if (lastExpiry.at !== at) lastExpiry = { at, iso: new Date(at).toISOString() };
-  return lastExpiry.iso;
-}
-
 /**
  * The app a connection's Authorization header was found to be, per configuration: a keep-alive
  * connection that sends the same header again is not hashed again. Only the connection's own
@@ -105,10 +98,11 @@ interface Prepared {
   text: string | null;
   upstreamRequestId: string | undefined;
   /**
-   * The request log line's middle (request-log.ts lineMiddle) for the last app, route and saving
-   * this answer was logged with: its HITs' lines differ only in time, request id and duration.
+   * The request log line's middle (request-log.ts lineMiddle) for the last app and saving this
+   * answer was logged with (its route is its entry's): its HITs' lines differ only in time,
+   * request id and duration.
    */
-  line: { app: string; route: string; saved: number | undefined; middle: string } | undefined;
+  line: { app: string; saved: number | undefined; middle: string } | undefined;
   /**
    * The status line and `head` as header block lines (`name: value\r\n`), for the raw write
    * (rawHead); null when a name or value holds a byte Node's writeHead would refuse.
@@ -234,8 +228,7 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
   if (shape?.covered) {
     if (!windows) return false;
     windowOpen = deps.windows.covers(windows, shape.covered);
-    const expiry = deps.windows.expiry(windows, shape.covered);
-    if (expiry > deps.clock.now()) windowExpires = isoOf(expiry);
+    windowExpires = deps.windows.expiresText(windows, shape.covered);
   }
   const headroom = deps.limits.headroomIfKnown(app.name, route.name);
   if (headroom === undefined) return false;
@@ -273,9 +266,9 @@ function answer(req: IncomingMessage, res: ServerResponse, o: HitPathOptions, st
   if (o.access.isLevelEnabled('info')) {
     const savedMinor = saved > 0 ? saved : undefined;
     let known = p.line;
-    if (known?.app !== app.name || known.route !== route.name || known.saved !== savedMinor) {
+    if (known?.app !== app.name || known.saved !== savedMinor) {
       const middle = lineMiddle(hitLine(p, route, app, savedMinor, 0));
-      known = { app: app.name, route: route.name, saved: savedMinor, middle };
+      known = { app: app.name, saved: savedMinor, middle };
       p.line = known;
     }
     if (!writeLineWithMiddle(o.access, requestId, known.middle, elapsedMs))

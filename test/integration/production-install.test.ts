@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envWithoutCpgw, expectDemoServesAndStops, waitForOutput } from '../helpers/child-process.ts';
+import { imageCommand } from '../helpers/image-command.ts';
 
 const sandboxWorks =
   spawnSync('unshare', ['--mount', '--propagation', 'private', 'mount', '-o', 'remount,bind,ro', '/'], {
@@ -43,8 +44,8 @@ function runtimeStage(dockerfile: string): RuntimeStage {
     }
     const run = /^RUN\s+(npm ci [^&]+)/.exec(line);
     if (run) result.install = run[1]!.trim().split(/\s+/);
-    if (/^CMD\s+\[/.test(line)) result.cmd = JSON.parse(line.slice(3)) as string[];
   }
+  result.cmd = imageCommand();
   return result;
 }
 

@@ -160,19 +160,7 @@ function goOnAsClosed(ctx: RequestContext, reading: Promise<WindowsRead>): void 
 function expiresOf(ctx: RequestContext, deps: CacheDeps): string | undefined {
   const covered = ctx.shape?.covered ?? null;
   if (!ctx.windows || !covered) return undefined;
-  const expiry = deps.windows.expiry(ctx.windows, covered);
-  return expiry > deps.clock.now() ? isoOf(expiry) : undefined;
-}
-
-/** The last window end written and its ISO text: a window's reads all write the same one. */
-let lastExpiry = Number.NaN;
-let lastIso = '';
-function isoOf(ms: number): string {
-  if (ms !== lastExpiry) {
-    lastIso = new Date(ms).toISOString();
-    lastExpiry = ms;
-  }
-  return lastIso;
+  return deps.windows.expiresText(ctx.windows, covered);
 }
 
 /** What the stages below answered a miss: stored, stood in for by a stale entry, or passed on. */

@@ -92,8 +92,8 @@ async function poll(
     readyAt: ticket.pendingAt,
     base: '',
   });
-  const expiry = windows ? deps.windows.expiry(windows, ticket.purpose) : 0;
-  return expiry > deps.clock.now() ? copyWith(out, { windowExpires: new Date(expiry).toISOString() }) : out;
+  const windowExpires = windows ? deps.windows.expiresText(windows, ticket.purpose) : undefined;
+  return windowExpires ? copyWith(out, { windowExpires }) : out;
 }
 
 async function create(

@@ -130,8 +130,7 @@ async function settle(ctx: Charged, deps: RecordDeps, charge: OpenCharge, out: A
   let windowExpires: string | undefined;
   if (opens && windows && (ctx.route.name !== 'check_create' || out.status === 200)) {
     ctx.windows = windows;
-    const expiry = deps.windows.expiry(windows, opens);
-    if (expiry > deps.clock.now()) windowExpires = new Date(expiry).toISOString();
+    windowExpires = deps.windows.expiresText(windows, opens);
   }
   const recorded: Answer = copyWith(out, {
     headers: copyWith(out.headers, { 'x-charged-minor': String(chargedMinor) }),
