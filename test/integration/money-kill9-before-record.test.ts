@@ -122,6 +122,17 @@ maybe('kill -9 after a paid answer, before its record', () => {
       expect((res as Response).status).toBe(200);
       expect((res as Response).headers.get('x-charged-minor')).toBe(String(PRICE));
       await (res as Response).arrayBuffer();
+      // The record goes out after the answer: on a loaded machine the kill below could come
+      // before it reaches PostgreSQL (then no session would be left to end). Wait until it waits.
+      const since = Date.now();
+      for (;;) {
+        const { rows: waiting } = await holder.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        );
+        if (waiting[0].n > 0) break;
+        expect(Date.now() - since, 'the record never waited for the lock').toBeLessThan(5_000);
+        await new Promise((r) => setTimeout(r, 20));
+      }
 
       // Killed with the record waiting for the lock: its session ended too, so it never commits.
       a.child.process.kill('SIGKILL');
