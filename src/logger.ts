@@ -1,7 +1,9 @@
 // The gateway's pino logger. Redaction paths are declared once, here: authorization headers,
 // tokens, the upstream key and webhook secrets never reach a log line (a test proves it).
-// Lines to stdout are written in 16 KB batches (at the latest every 200 ms, and at exit).
+// Lines to stdout are written in 16 KB batches (at the latest every 200 ms, and at exit), by a
+// writer that never waits for a slow reader (log-writer.ts).
 import { type DestinationStream, type Logger, pino } from 'pino';
+import { type FdWriter, fdWriter } from './log-writer.ts';
 
 export const REDACT_PATHS = [
   'req.headers.authorization',
@@ -32,48 +34,65 @@ const STDOUT_FLUSH_MS = 200;
 
 /** The process's one buffered stdout (every logger made without a destination writes to it). */
 let stdout: DestinationStream | null = null;
+let stdoutWriter: FdWriter | null = null;
 
 /**
- * stdout, written in batches: lines collect up to STDOUT_BATCH_CHARS and are written together
- * (synchronously, so nothing is in flight), every STDOUT_FLUSH_MS at the latest, and at exit.
- * One per process, however many gateways it starts (tests start dozens): each would otherwise
- * keep its own timer and exit listener for the life of the process, and two buffers of the same
- * file descriptor would write their lines out of order.
+ * Log lines the process dropped because stdout's reader was too far behind, or gone (the
+ * metric cpgw_log_lines_dropped_total); 0 before the first logger wrote to stdout.
+ */
+export function stdoutLinesDropped(): number {
+  return stdoutWriter?.dropped ?? 0;
+}
+
+/**
+ * stdout, written in batches: lines collect up to STDOUT_BATCH_CHARS and are written together,
+ * every STDOUT_FLUSH_MS at the latest, and at exit. One per process, however many gateways it
+ * starts (tests start dozens): each would otherwise keep its own timer and exit listener for the
+ * life of the process, and two buffers of the same file descriptor would write their lines out
+ * of order.
  */
 function bufferedStdout(): DestinationStream {
   if (stdout) return stdout;
-  const batch = batchedDestination(1);
+  const writer = fdWriter(1, { droppedLine });
+  const batch = new LineBatch(writer, STDOUT_BATCH_CHARS);
   setInterval(() => batch.flush(), STDOUT_FLUSH_MS).unref();
-  process.once('exit', () => {
-    try {
-      batch.flushSync();
-    } catch {
-      // stdout already gone: nothing left to tell
-    }
-  });
+  process.once('exit', () => batch.flushSync());
+  stdoutWriter = writer;
   stdout = batch;
   return batch;
 }
 
+/** The warning line that reports lines lost to a reader too far behind, in pino's format. */
+function droppedLine(dropped: number): string {
+  return `{"level":40,"time":"${new Date().toISOString()}","service":"cpgw","dropped":${dropped},"msg":"log lines dropped: stdout's reader fell behind"}\n`;
+}
+
 /** A file descriptor or path written in batches of lines (LineBatch), as the gateway's stdout is. */
 export function batchedDestination(dest: number | string): LineBatch {
-  return new LineBatch(pino.destination({ dest, minLength: 0, sync: true }), STDOUT_BATCH_CHARS);
+  return new LineBatch(fdWriter(dest, { droppedLine }), STDOUT_BATCH_CHARS);
+}
+
+/** Where a LineBatch hands its lines (log-writer.ts FdWriter). */
+export interface BatchOut {
+  write(lines: string): unknown;
+  /** Tries again what the destination still holds for a reader that was behind. */
+  flush?(): void;
+  flushSync(): void;
 }
 
 /**
- * Lines collected in one string and handed to `out` (a sonic-boom that writes what it is given at
- * once, synchronously, with its handling of EAGAIN, partial writes and a closed pipe) once they
- * reach `minLength` characters, or when flushed. sonic-boom batches by itself too (its own
- * minLength), but measures its whole pending batch (Buffer.byteLength, which flattens it) on every
- * write: ~1.4 µs a 250-byte line at 4 KB batches on a 2-core VM (bench/request-log.ts), where a
- * cache HIT costs ~60 and logs one line by default. Here a line costs its append. Characters,
+ * Lines collected in one string and handed to `out` (which writes them at once, or keeps them
+ * for a reader that is behind) once they reach `minLength` characters, or when flushed. A line
+ * costs its append (sonic-boom, which wrote them before, measured its whole pending batch with
+ * Buffer.byteLength on every write: ~1.4 µs a 250-byte line at 4 KB batches on a 2-core VM,
+ * bench/request-log.ts, where a cache HIT cost ~60 and logs one line by default). Characters,
  * not bytes: a batch of non-ASCII text is somewhat larger, which changes nothing but its size.
  */
 export class LineBatch implements DestinationStream {
   private pending = '';
 
   constructor(
-    private readonly out: Pick<ReturnType<typeof pino.destination>, 'write' | 'flushSync'>,
+    private readonly out: BatchOut,
     private readonly minLength: number,
   ) {}
 
@@ -86,12 +105,18 @@ export class LineBatch implements DestinationStream {
   /** Hands the lines collected so far to the destination, which writes them at once. */
   flush(cb?: (err?: Error) => void): void {
     this.drain();
+    this.out.flush?.();
     cb?.();
   }
 
+  /** At exit: everything collected is written (the destination waits a bounded time for its reader). */
   flushSync(): void {
-    this.drain();
-    this.out.flushSync();
+    try {
+      this.drain();
+      this.out.flushSync();
+    } catch {
+      // stdout already gone: nothing left to tell
+    }
   }
 
   private drain(): void {

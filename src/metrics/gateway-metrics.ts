@@ -10,6 +10,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { PriceKind } from '../cost/estimate.ts';
 import { ERRORS } from '../errors.ts';
 import { LIMIT_CLASS_NAMES, routeClasses } from '../limits/limit-classes.ts';
+import { stdoutLinesDropped } from '../logger.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import { UPSTREAM_ROUTES } from '../route-table.ts';
 import {
@@ -48,6 +49,8 @@ export interface GatewayMetricsOptions {
   price: (kind: PriceKind) => number | null;
   /** Default process metrics (CPU, memory, event loop, GC). */
   defaultMetrics?: boolean;
+  /** Log lines the process dropped so far (logger.ts stdoutLinesDropped by default). */
+  logLinesDropped?: () => number;
 }
 
 /** The instruments the hit path feeds through GatewayMetrics.hit (flushed by their collect hook). */
@@ -134,6 +137,8 @@ export class GatewayMetrics {
    * hashes and validations (~1 µs of a ~25 µs answer). Keyed app -> route -> kind, each level
    * by a string the caller already holds (a joined key cost a HIT a string to build and hash).
    */
+  /** What readLogDrops last read of the process's dropped log lines. */
+  private logDropsSeen = 0;
   private readonly pendingHits = new Map<string, Map<string, Map<string | null, PendingHits>>>();
 
   constructor(private readonly options: GatewayMetricsOptions) {
@@ -147,6 +152,7 @@ export class GatewayMetrics {
         registers: [this.registry],
         // Whoever reads these first gets the hit path's pending counts added.
         ...(HIT_FED.has(key) ? { collect: () => this.flushHits() } : {}),
+        ...(key === 'logLinesDropped' ? { collect: () => this.readLogDrops() } : {}),
       };
       made[key] =
         spec.type === 'counter'
@@ -163,6 +169,13 @@ export class GatewayMetrics {
       for (const name of NOT_COUNTERS) this.registry.removeSingleMetric(name);
     }
     this.zero();
+  }
+
+  /** The process's dropped log lines since the last scrape, added to the counter (its collect hook). */
+  private readLogDrops(): void {
+    const now = (this.options.logLinesDropped ?? stdoutLinesDropped)();
+    if (now > this.logDropsSeen) this.m.logLinesDropped.inc(now - this.logDropsSeen);
+    this.logDropsSeen = now;
   }
 
   /** An upstream webhook delivery at the ingress. */

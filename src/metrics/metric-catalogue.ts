@@ -125,6 +125,12 @@ export const METRICS = {
     help: 'Shared-store faults met by a component (cache, limiter, budget, request, scrape)',
     labels: ['source'],
   },
+  logLinesDropped: {
+    name: 'cpgw_log_lines_dropped_total',
+    type: 'counter',
+    help: "Log lines the process dropped because stdout's reader was too far behind (8 MiB waiting) or gone",
+    labels: [],
+  },
   requestDuration: {
     name: 'cpgw_request_duration_seconds',
     type: 'histogram',
