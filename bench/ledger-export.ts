@@ -4,13 +4,18 @@
 // counted, amounts summed, never held), and the JSON pages walked with limit=10000 by
 // next_cursor. Checks: every entry once (line count, page sum), the exact total, and the
 // gateway's memory during the export (RSS and heap sampled every 20 ms, against the baseline
-// after loading and a GC). Prints the figures and writes bench/results/ledger-export.json.
+// after loading and a GC). Then both again with the client in another process (curl for the
+// CSV, a child node walking the pages), while the gateway's event loop delay is recorded
+// (perf_hooks monitorEventLoopDelay): how long any other request (a cache HIT) could wait behind
+// the export. Prints the figures and writes bench/results/ledger-export.json.
 //   node --expose-gc bin/run-ts.js bench/ledger-export.ts [--entries 1000000] [--store memory|sqlite]
 // Must never: report a figure it did not measure, or pass when an entry is missing or repeated.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { MemoryStore } from '../src/store/memory/memory-store.ts';
 import { EmbeddedStore } from '../src/store/sqlite/embedded-store.ts';
 import { startHarness } from '../test/helpers/gateway-harness.ts';
@@ -158,6 +163,50 @@ clearInterval(sampler);
 gc?.();
 const afterPages = process.memoryUsage();
 
+/** Runs `command` to its end while this process's event loop delay is recorded; the delays in ms. */
+async function stalls(
+  command: string,
+  args: string[],
+): Promise<{ p50: number; p99: number; max: number; seconds: number }> {
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  const started = performance.now();
+  delay.enable();
+  await new Promise<void>((done, fail) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    child.once('error', fail);
+    child.once('exit', (code) => (code === 0 ? done() : fail(new Error(`${command} exited ${code}`))));
+  });
+  delay.disable();
+  const ms = (ns: number) => Number((ns / 1e6).toFixed(2));
+  return {
+    p50: ms(delay.percentile(50)),
+    p99: ms(delay.percentile(99)),
+    max: ms(delay.max),
+    seconds: Number(((performance.now() - started) / 1000).toFixed(1)),
+  };
+}
+// The page walker: a child node, so that parsing the pages costs this process nothing.
+const walker = `let next = process.argv[1]; const h = { authorization: process.argv[2] };
+for (;;) { const p = await (await fetch(next, { headers: h })).json();
+  if (p.complete) break;
+  next = process.argv[3] + encodeURIComponent(p.next_cursor); }`;
+const csvStalls = await stalls('curl', [
+  '-sf',
+  '-o',
+  '/dev/null',
+  '-H',
+  `authorization: ${admin.authorization}`,
+  url.href,
+]);
+const pageStalls = await stalls(process.execPath, [
+  '--input-type=module',
+  '-e',
+  walker,
+  `${h.gateway.url}/admin/ledger?from=${from}&to=${now + 1}&limit=10000`,
+  admin.authorization,
+  `${h.gateway.url}/admin/ledger?limit=10000&cursor=`,
+]);
+
 const result = {
   bench: 'ledger-export',
   at: new Date().toISOString(),
@@ -192,6 +241,11 @@ const result = {
     totalMinor: pageTotal,
     exact: pageEntries === N && pageTotal === expectedTotal && ordered,
     seconds: Number(pagesSeconds.toFixed(1)),
+  },
+  eventLoopDelayMs: {
+    note: 'the gateway process while another process read the CSV (curl) or walked the JSON pages of 10,000: what any other request could wait behind the export',
+    csv: csvStalls,
+    jsonPages: pageStalls,
   },
 };
 console.log(JSON.stringify(result, null, 2));

@@ -36,8 +36,17 @@ export interface SpendPage {
   complete: boolean;
 }
 
-/** Records read from the store per round trip while scanning (an app filter may skip many). */
-const SCAN_BATCH = 1000;
+/**
+ * Records read from the store per round trip while scanning (an app filter may skip many). Each
+ * batch is one turn of the event loop on a store that answers without I/O (memory, the embedded
+ * SQLite: ~7 ms a 1,000 there), so it is kept small enough for other requests not to notice.
+ */
+const SCAN_BATCH = 250;
+
+/** The event loop's next turn: requests that arrived meanwhile are served before the scan goes on. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 
 function toEntry(r: LedgerRecord): SpendEntry {
   return {
@@ -93,6 +102,9 @@ export class SpendLedger {
       const entries = records.map(toEntry);
       yield { entries: keep ? entries.filter(keep) : entries, lastId: after };
       if (records.length < size) return;
+      // A store that answers without I/O would otherwise run the whole scan in one turn while
+      // every other request waits (bench/ledger-export.ts: 1.3 s for a CSV of 200,000 entries).
+      await nextTurn();
     }
   }
 
@@ -107,8 +119,9 @@ export class SpendLedger {
   ): Promise<SpendPage> {
     const entries: SpendEntry[] = [];
     let lastId: string | null = null;
-    // Without a filter, one read of limit + 1 records tells whether more remain.
-    const batch = matcher(o) ? SCAN_BATCH : o.limit + 1;
+    // Without a filter, a small page is one read of limit + 1 records (which tells whether more
+    // remain); a large one is read a batch, and a turn of the event loop, at a time.
+    const batch = matcher(o) ? SCAN_BATCH : Math.min(o.limit + 1, SCAN_BATCH);
     const filter = { app: o.app, kind: o.kind, inn: o.inn };
     for await (const b of this.batches(fromMs, toMs, { ...filter, afterId: o.afterId ?? null, batch })) {
       for (const e of b.entries) {
