@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type AdminPrincipal, type AdminRight, authorizeAdmin } from '../auth/admin-roles.ts';
 import type { DeliveryRecord, WebhookDeliveries } from '../checks/webhook-deliveries.ts';
 import { ConfigError } from '../config/load.ts';
-import { localDate } from '../cost/budget-periods.ts';
+import { localDates } from '../cost/budget-periods.ts';
 import { byDay, reconcile } from '../cost/wallet-reconciliation.ts';
 import { checkInn, parseJsonBody } from '../domain/requests.ts';
 import { ApiError, type FieldProblem } from '../errors.ts';
@@ -126,7 +126,7 @@ export function registerAdminRoutes(
     const entries = await deps.ledger.read(Math.min(first, from) - deps.walletLagMs, to);
     const intervals = reconcile(snapshots, entries, deps.walletLagMs);
     const zone = deps.config.cost.timeZone;
-    const days = byDay(intervals, entries, (ms) => localDate(ms, zone));
+    const days = byDay(intervals, entries, localDates(zone));
     const sum = (k: 'unattributedMinor' | 'topUpMinor' | 'vendorDebitMinor') =>
       intervals.reduce((n, r) => n + r[k], 0);
     if (format === 'csv') {

@@ -40,6 +40,38 @@ export function localDate(ms: number, timeZone: string): string {
   return date;
 }
 
+/** More than any local day lasts (26 h at most, with a DST change): a point surely outside it. */
+const BEYOND_A_DAY_MS = 2 * 86_400_000;
+
+/**
+ * localDate for many instants of one zone (a reconciliation's charges, a day's worth each): the
+ * bounds of the local day found are kept, so an instant inside them costs a comparison instead
+ * of an Intl lookup (~30 µs for each new second of time: 70,000 charges spent ~1 s on it). The
+ * bounds are found by bisection to the millisecond (~60 lookups a day), which holds because a
+ * zone's local date never goes back as time goes on.
+ */
+export function localDates(timeZone: string): (ms: number) => string {
+  let from = 0;
+  let until = 0;
+  let date = '';
+  const edge = (inside: number, outside: number, day: string): number => {
+    // The instant where `day` ends on the `outside` side, to the millisecond.
+    while (Math.abs(outside - inside) > 1) {
+      const mid = inside + Math.trunc((outside - inside) / 2);
+      if (localDate(mid, timeZone) === day) inside = mid;
+      else outside = mid;
+    }
+    return outside > inside ? outside : inside;
+  };
+  return (ms) => {
+    if (ms >= from && ms < until) return date;
+    date = localDate(ms, timeZone);
+    from = edge(ms, ms - BEYOND_A_DAY_MS, date);
+    until = edge(ms, ms + BEYOND_A_DAY_MS, date);
+    return date;
+  };
+}
+
 /** The id of the period containing `ms`: "2026-01-15" for a day, "2026-01" for a month. */
 export function periodId(period: Period, ms: number, timeZone: string): string {
   const date = localDate(ms, timeZone);

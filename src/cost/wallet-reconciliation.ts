@@ -49,13 +49,18 @@ export function reconcile(
   const snaps = [...new Map(snapshots.map((s) => [s.asOf, s])).values()].sort((a, b) => a.asOf - b.asOf);
   const sorted = [...charges].sort((a, b) => a.at - b.at);
   const out: ReconciledInterval[] = [];
+  // The first charge an interval may hold: it only moves forward, as the intervals do (one pass
+  // over the charges for all intervals; a scan from the first charge for each interval made the
+  // console's 7 days, a snapshot a minute and 70,000 charges, hold the event loop 1.5 s).
+  let first = 0;
   for (let i = 1; i < snaps.length; i++) {
     const s0 = snaps[i - 1]!;
     const s1 = snaps[i]!;
     let certain = 0;
     let uncertain = 0;
-    for (const c of sorted) {
-      if (c.at <= s0.asOf - lagMs) continue;
+    while (first < sorted.length && sorted[first]!.at <= s0.asOf - lagMs) first++;
+    for (let j = first; j < sorted.length; j++) {
+      const c = sorted[j]!;
       if (c.at > s1.asOf) break;
       // Started before the interval but maybe debited in it; or started in it but maybe debited
       // after its end.

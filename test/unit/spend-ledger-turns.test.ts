@@ -4,10 +4,11 @@
 // turn while every other request waited: 1.3 s for a CSV of 200,000 entries
 // (bench/ledger-export.ts, eventLoopDelayMs).
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.ts';
 import { SpendLedger } from '../../src/cost/spend-ledger.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 
-const clock = { now: () => 1_700_000_000_000 };
+const clock = new ManualClock(1_700_000_000_000);
 
 async function ledgerOf(entries: number): Promise<SpendLedger> {
   const store = new MemoryStore({ clock, cacheMaxBytes: 1 << 20, ledgerMaxRecords: entries + 10 });

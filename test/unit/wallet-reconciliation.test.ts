@@ -62,3 +62,59 @@ describe('reconcile', () => {
     ]);
   });
 });
+
+describe('reconcile against a scan of every charge for every interval', () => {
+  /** The former reconcile(): each interval looked at the charges from the first one. */
+  function reference(
+    snapshots: ReturnType<typeof s>[],
+    charges: ReturnType<typeof c>[],
+    lagMs: number,
+  ): Array<{ ledgerMinor: number; uncertainMinor: number }> {
+    const snaps = [...new Map(snapshots.map((x) => [x.asOf, x])).values()].sort((a, b) => a.asOf - b.asOf);
+    const sorted = [...charges].sort((a, b) => a.at - b.at);
+    const out: Array<{ ledgerMinor: number; uncertainMinor: number }> = [];
+    for (let i = 1; i < snaps.length; i++) {
+      const s0 = snaps[i - 1]!;
+      const s1 = snaps[i]!;
+      let certain = 0;
+      let uncertain = 0;
+      for (const ch of sorted) {
+        if (ch.at <= s0.asOf - lagMs) continue;
+        if (ch.at > s1.asOf) break;
+        if (ch.at <= s0.asOf || ch.at > s1.asOf - lagMs) uncertain += ch.amountMinor;
+        else certain += ch.amountMinor;
+      }
+      out.push({ ledgerMinor: certain, uncertainMinor: uncertain });
+    }
+    return out;
+  }
+
+  it('gives every interval the same certain and uncertain sums, lags longer and shorter than the gaps', () => {
+    let seed = 11;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    for (const lag of [0, 5_000, 30_000, 200_000]) {
+      for (let round = 0; round < 20; round++) {
+        const snaps = Array.from({ length: 2 + Math.floor(rand() * 40) }, () =>
+          s(Math.floor(rand() * 3_600_000), 1_000_000),
+        );
+        // Charges on and around the snapshots' own instants too (the bounds are <= and >).
+        const charges = Array.from({ length: Math.floor(rand() * 300) }, () => {
+          const near = snaps[Math.floor(rand() * snaps.length)]!.asOf;
+          const at =
+            rand() < 0.3
+              ? near + [-lag, -1, 0, 1, lag][Math.floor(rand() * 5)]!
+              : Math.floor(rand() * 3_700_000) - 50_000;
+          return c(at, 1 + Math.floor(rand() * 10_000));
+        });
+        const got = reconcile(snaps, charges, lag).map((r) => ({
+          ledgerMinor: r.ledgerMinor,
+          uncertainMinor: r.uncertainMinor,
+        }));
+        expect(got).toEqual(reference(snaps, charges, lag));
+      }
+    }
+  });
+});
