@@ -22,13 +22,12 @@
 //
 // Must never: read the store or the wall clock (callers pass counter values and `now`), or
 // return less than is spent.
-import { localDate } from '../cost/budget-periods.ts';
+import { localDay } from '../cost/budget-periods.ts';
 
 /** Full days the recent daily rate averages over. */
 export const RECENT_DAYS = 7;
 /** The elapsed fraction of the day today's pace divides by is never below this (1 hour). */
 const MIN_PACE_FRACTION = 1 / 24;
-const DAY_MS = 86_400_000;
 
 /** Where a reading `now` sits in its local day and month, and which full days came before. */
 export interface ForecastPlan {
@@ -81,9 +80,7 @@ const lastDay = new Map<string, LocalDay>();
 function dayOf(now: number, timeZone: string): LocalDay {
   const known = lastDay.get(timeZone);
   if (known && now >= known.start && now < known.end) return known;
-  const today = localDate(now, timeZone);
-  const start = boundary(now - 2 * DAY_MS, now, (ms) => localDate(ms, timeZone) === today);
-  const end = boundary(now, now + 2 * DAY_MS, (ms) => localDate(ms, timeZone) !== today);
+  const { date: today, start, end } = localDay(now, timeZone);
   const [y, m, d] = today.split('-').map(Number) as [number, number, number];
   const daysInMonth = new Date(Date.UTC(y, m, 0)).getUTCDate();
   const recentDays: string[] = [];
@@ -93,21 +90,6 @@ function dayOf(now: number, timeZone: string): LocalDay {
   if (lastDay.size > 64) lastDay.clear();
   lastDay.set(timeZone, day);
   return day;
-}
-
-/**
- * The first ms in (lo, hi] where `after(ms)` holds (after is false at lo, true at hi, and flips
- * once in between, on a whole second).
- */
-function boundary(lo: number, hi: number, after: (ms: number) => boolean): number {
-  while (hi - lo > 1000) {
-    const mid = Math.floor((lo + hi) / 2);
-    if (after(mid)) hi = mid;
-    else lo = mid;
-  }
-  // Zone offsets are whole seconds, so a day starts on a whole second: the first one past lo.
-  const second = (Math.floor(lo / 1000) + 1) * 1000;
-  return second <= hi && after(second) ? second : hi;
 }
 
 /** The average spend per day since the first day with spend in the window, or null (none). */

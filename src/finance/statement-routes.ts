@@ -16,7 +16,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseTime } from '../admin/admin-routes.ts';
 import { type AdminRight, authorizeAdmin } from '../auth/admin-roles.ts';
-import { localDate } from '../cost/budget-periods.ts';
+import { localDates } from '../cost/budget-periods.ts';
 import {
   CSV_HEADER,
   csvLine,
@@ -346,8 +346,10 @@ async function computeStatement(
   // This replica's own sums not yet flushed belong in the figures.
   await o.savings.flush();
   const charges = new ChargeTally();
+  // One Intl lookup per local day rather than per second of time (a month of charges).
+  const dayOf = localDates(zoneName);
   for await (const b of deps.ledger.batches(bounds.fromMs, bounds.toMs))
-    for (const e of b.entries) charges.add(e, localDate(e.at, zoneName));
+    for (const e of b.entries) charges.add(e, dayOf(e.at));
 
   const prefix = `${MONTH_APP_PREFIX}${bounds.month}:`;
   const marked = (await deps.store.keys(prefix, 10_000)).map((k) => k.slice(prefix.length));
