@@ -18,6 +18,7 @@ import { ApiError, type FieldProblem } from '../errors.ts';
 import { type AuditTrail, changedConfigKeys } from '../finance/audit-trail.ts';
 import { type FinanceRoutesOptions, registerFinanceRoutes } from '../finance/budget-routes.ts';
 import { unknownFields } from '../json-case.ts';
+import { jsonArrayInTurns, jsonWithArrays } from '../json-in-turns.ts';
 import { adminOpenApi } from '../openapi/admin-openapi.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
 import { UUID } from '../route-table.ts';
@@ -142,7 +143,20 @@ export function registerAdminRoutes(
         .header('content-disposition', 'attachment; filename="cpgw-reconciliation.csv"')
         .send(`${lines.join('\n')}\n`);
     }
-    return {
+    // Intervals may be 10,000 (a snapshot a minute for a week): written 250 a turn of the event
+    // loop, as JSON text (json-in-turns.ts).
+    const intervalsJson = await jsonArrayInTurns(intervals, (r) => ({
+      from: new Date(r.from).toISOString(),
+      to: new Date(r.to).toISOString(),
+      balance_from_minor: r.balanceFrom,
+      balance_to_minor: r.balanceTo,
+      vendor_debit_minor: r.vendorDebitMinor,
+      ledger_minor: r.ledgerMinor,
+      uncertain_minor: r.uncertainMinor,
+      unattributed_minor: r.unattributedMinor,
+      top_up_minor: r.topUpMinor,
+    }));
+    const head = {
       from: new Date(from).toISOString(),
       to: new Date(to).toISOString(),
       time_zone: zone,
@@ -160,18 +174,10 @@ export function registerAdminRoutes(
         top_up_minor: d.topUpMinor,
         balance_minor: d.balanceMinor,
       })),
-      intervals: intervals.map((r) => ({
-        from: new Date(r.from).toISOString(),
-        to: new Date(r.to).toISOString(),
-        balance_from_minor: r.balanceFrom,
-        balance_to_minor: r.balanceTo,
-        vendor_debit_minor: r.vendorDebitMinor,
-        ledger_minor: r.ledgerMinor,
-        uncertain_minor: r.uncertainMinor,
-        unattributed_minor: r.unattributedMinor,
-        top_up_minor: r.topUpMinor,
-      })),
     };
+    return reply
+      .type('application/json; charset=utf-8')
+      .send(jsonWithArrays(head, { intervals: intervalsJson }));
   });
 
   // GET /admin/ledger (JSON pages, CSV stream) and /admin/statements: finance/statement-routes.ts.

@@ -9,6 +9,8 @@
 //
 // Must never: cap or silently shorten a range (a page says whether more remain), or hold a whole
 // range in memory to stream it.
+
+import { nextTurn } from '../json-in-turns.ts';
 import type { LedgerRecord, LedgerStore } from '../store/ledger-store.ts';
 
 export interface SpendEntry {
@@ -42,11 +44,6 @@ export interface SpendPage {
  * SQLite: ~7 ms a 1,000 there), so it is kept small enough for other requests not to notice.
  */
 const SCAN_BATCH = 250;
-
-/** The event loop's next turn: requests that arrived meanwhile are served before the scan goes on. */
-export function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 function toEntry(r: LedgerRecord): SpendEntry {
   return {

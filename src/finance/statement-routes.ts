@@ -17,17 +17,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseTime } from '../admin/admin-routes.ts';
 import { type AdminRight, authorizeAdmin } from '../auth/admin-roles.ts';
 import { localDates } from '../cost/budget-periods.ts';
-import {
-  CSV_HEADER,
-  csvLine,
-  isTimeZone,
-  nextTurn,
-  type SpendEntry,
-  ZonedTime,
-} from '../cost/spend-ledger.ts';
+import { CSV_HEADER, csvLine, isTimeZone, ZonedTime } from '../cost/spend-ledger.ts';
 import { checkInn } from '../domain/requests.ts';
 import { ApiError } from '../errors.ts';
-import { snakeCaseKeys } from '../json-case.ts';
+import { jsonArrayInTurns, jsonWithArrays } from '../json-in-turns.ts';
 import { PRICE_KINDS } from '../metrics/gateway-metrics.ts';
 import { SAVING_REASONS } from '../metrics/metric-catalogue.ts';
 import type { PipelineDeps } from '../pipeline/deps.ts';
@@ -248,37 +241,36 @@ export function registerStatementRoutes(app: FastifyInstance, o: StatementRoutes
         state: p.leaseUntil > deps.clock.now() ? 'in_flight' : 'unknown',
         reconcile_attempts: p.reconcileAttempts,
       }));
-    const head = JSON.stringify(
-      snakeCaseKeys({
-        from: zone.format(from),
-        to: zone.format(to),
-        time_zone: tz,
-        // This page: count and total of its entries; complete: nothing of the range follows it.
-        count: page.entries.length,
-        total_minor: total,
-        complete: page.complete,
-        next_cursor:
-          page.complete || page.lastId === null
-            ? null
-            : encodeCursor({
-                after: page.lastId,
-                from,
-                to,
-                app: appName ?? null,
-                kind: kind ?? null,
-                inn: inn ?? null,
-              }),
-      }),
-    );
+    const head = {
+      from: zone.format(from),
+      to: zone.format(to),
+      time_zone: tz,
+      // This page: count and total of its entries; complete: nothing of the range follows it.
+      count: page.entries.length,
+      total_minor: total,
+      complete: page.complete,
+      next_cursor:
+        page.complete || page.lastId === null
+          ? null
+          : encodeCursor({
+              after: page.lastId,
+              from,
+              to,
+              app: appName ?? null,
+              kind: kind ?? null,
+              inn: inn ?? null,
+            }),
+    };
+    // The entries are written 250 a turn of the event loop (a page may hold 10,000), as JSON text,
+    // so the preSerialization hook's snake_case is applied there (json-in-turns.ts).
+    const entries = await jsonArrayInTurns(page.entries, (e) => ({
+      ...e,
+      time: zone.format(e.at),
+      at_ms: e.at,
+    }));
     // Records and releases this replica holds for a store that was unreachable: `outbox`.
-    const tail = JSON.stringify(snakeCaseKeys({ pending, outbox: deps.outbox.depth }));
-    // The entries are written a chunk per turn of the event loop (a page may hold 10,000).
-    const entries = await entriesJson(page.entries, zone);
-    // Written as JSON text here, so the preSerialization hook's snake_case (json-case.ts) is
-    // applied here too.
-    return reply
-      .type('application/json; charset=utf-8')
-      .send(`${head.slice(0, -1)},"entries":${entries},${tail.slice(1)}`);
+    const tail = { pending, outbox: deps.outbox.depth };
+    return reply.type('application/json; charset=utf-8').send(jsonWithArrays(head, { entries }, tail));
   });
 
   app.get('/admin/statements/:month', async (request, reply) => {
@@ -417,28 +409,4 @@ async function computeStatement(
     changes,
     globalScope: GLOBAL_SCOPE,
   });
-}
-
-/** Entries a JSON page writes per turn of the event loop (entriesJson). */
-const JSON_CHUNK = 250;
-
-/**
- * The JSON array of a page's entries, each with its local `time` and `at_ms`, keys in snake_case
- * as the preSerialization hook writes them, built JSON_CHUNK entries and a turn of the event loop
- * at a time: a page of 10,000 made in one piece held every other request for ~150 ms
- * (bench/ledger-export.ts).
- */
-async function entriesJson(entries: readonly SpendEntry[], zone: ZonedTime): Promise<string> {
-  let out = '[';
-  for (let i = 0; i < entries.length; i += JSON_CHUNK) {
-    if (i > 0) await nextTurn();
-    let chunk = '';
-    const end = Math.min(entries.length, i + JSON_CHUNK);
-    for (let j = i; j < end; j++) {
-      const e = entries[j]!;
-      chunk += `${j > 0 ? ',' : ''}${JSON.stringify(snakeCaseKeys({ ...e, time: zone.format(e.at), at_ms: e.at }))}`;
-    }
-    out += chunk;
-  }
-  return `${out}]`;
 }
