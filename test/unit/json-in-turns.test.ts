@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { snakeCaseKeys } from '../../src/json-case.ts';
 import { jsonArrayInTurns, jsonWithArrays, nextTurn } from '../../src/json-in-turns.ts';
+import { turnCounter } from '../helpers/turns.ts';
 
 describe('jsonArrayInTurns', () => {
   it('writes what JSON.stringify writes for the snake_case items, in order, empty and long', async () => {
@@ -21,19 +22,13 @@ describe('jsonArrayInTurns', () => {
   });
 
   it('lets other work run between its chunks', async () => {
-    let turns = 0;
-    let done = false;
-    const tick = () => {
-      if (done) return;
-      turns++;
-      setImmediate(tick);
-    };
-    setImmediate(tick);
+    const counter = turnCounter();
     await jsonArrayInTurns(
       Array.from({ length: 2_000 }, (_, i) => i),
       (i) => ({ i }),
     );
-    done = true;
+    const turns = counter.turns();
+    counter.stop();
     expect(turns).toBeGreaterThanOrEqual(7); // 8 chunks of 250: a turn between each two
     await nextTurn();
   });

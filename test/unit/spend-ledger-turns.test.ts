@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { SpendLedger } from '../../src/cost/spend-ledger.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+import { turnCounter } from '../helpers/turns.ts';
 
 const clock = new ManualClock(1_700_000_000_000);
 
@@ -22,19 +23,6 @@ async function ledgerOf(entries: number): Promise<SpendLedger> {
       amountMinor: 100 + i,
     });
   return new SpendLedger(store);
-}
-
-/** Counts turns of the event loop (setImmediate callbacks) until stopped. */
-function turnCounter(): { turns: () => number; stop: () => void } {
-  let turns = 0;
-  let stopped = false;
-  const tick = () => {
-    if (stopped) return;
-    turns++;
-    setImmediate(tick);
-  };
-  setImmediate(tick);
-  return { turns: () => turns, stop: () => (stopped = true) };
 }
 
 describe('a spend ledger scan and the event loop', () => {
