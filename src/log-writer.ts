@@ -94,8 +94,8 @@ export class FdWriter {
     const buf = Buffer.from(lines, 'utf8');
     if (this.backlogBytes === 0 && this.droppedSince === 0) {
       const rest = this.attempt(buf);
-      if (rest === null || rest.length === 0) return true;
-      this.keep(rest);
+      if (rest === null) this.drop(buf);
+      else if (rest.length > 0) this.keep(rest);
       return true;
     }
     this.keep(buf);
@@ -119,18 +119,17 @@ export class FdWriter {
   }
 
   /**
-   * One write(2) of `buf`: null when the reader is gone or the descriptor failed (the batch is
-   * dropped and counted), else what is left of it (empty when all was taken).
+   * One write(2) of `buf`: null when the reader is gone or the descriptor failed (the caller
+   * decides what is lost), else what is left of it (empty when all was taken).
    */
   private attempt(buf: Buffer): Buffer | null {
     try {
       const n = this.writeFd(this.fd, buf);
       this.gone = false;
-      return n >= buf.length ? buf.subarray(buf.length) : buf.subarray(n);
+      return buf.subarray(Math.min(n, buf.length));
     } catch (error) {
       if (readerBehind(error)) return buf;
       this.gone = true;
-      this.drop(buf);
       return null;
     }
   }
@@ -158,8 +157,6 @@ export class FdWriter {
       const rest = this.attempt(head);
       if (rest === null) {
         // The reader is gone: all that waits is lost with it.
-        this.backlog.shift();
-        this.backlogBytes -= head.length;
         for (const buf of this.backlog.splice(0)) this.drop(buf);
         this.backlogBytes = 0;
         return;
@@ -172,20 +169,14 @@ export class FdWriter {
       this.backlog.shift();
     }
     if (this.droppedSince > 0) {
-      const dropped = this.droppedSince;
+      const notice = Buffer.from(this.options.droppedLine(this.droppedSince), 'utf8');
+      const rest = this.attempt(notice);
+      // Not taken at all: the count waits for the next attempt (the notice itself is no lost line).
+      if (rest === null || rest.length === notice.length) return;
       this.droppedSince = 0;
-      const notice = Buffer.from(this.options.droppedLine(dropped), 'utf8');
-      try {
-        const n = this.writeFd(this.fd, notice);
-        this.gone = false;
-        if (n < notice.length) {
-          this.backlog.push(notice.subarray(n));
-          this.backlogBytes += notice.length - n;
-        }
-      } catch (error) {
-        // Not taken: the count waits for the next attempt (the notice itself is no lost line).
-        this.droppedSince += dropped;
-        if (!readerBehind(error)) this.gone = true;
+      if (rest.length > 0) {
+        this.backlog.push(rest);
+        this.backlogBytes += rest.length;
       }
     }
   }

@@ -32,6 +32,9 @@ const STDOUT_BATCH_CHARS = 16 * 1024;
 /** A quiet gateway's lines wait at most this long (ms). */
 const STDOUT_FLUSH_MS = 200;
 
+/** The bindings every line carries (pino's `base`). */
+const BASE = { service: 'cpgw' };
+
 /** The process's one buffered stdout (every logger made without a destination writes to it). */
 let stdout: DestinationStream | null = null;
 let stdoutWriter: FdWriter | null = null;
@@ -64,7 +67,8 @@ function bufferedStdout(): DestinationStream {
 
 /** The warning line that reports lines lost to a reader too far behind, in pino's format. */
 function droppedLine(dropped: number): string {
-  return `{"level":40,"time":"${new Date().toISOString()}","service":"cpgw","dropped":${dropped},"msg":"log lines dropped: stdout's reader fell behind"}\n`;
+  const base = JSON.stringify(BASE).slice(1, -1);
+  return `{"level":40,"time":"${new Date().toISOString()}",${base},"dropped":${dropped},"msg":"log lines dropped: stdout's reader fell behind"}\n`;
 }
 
 /** A file descriptor or path written in batches of lines (LineBatch), as the gateway's stdout is. */
@@ -131,7 +135,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   return pino(
     {
       level,
-      base: { service: 'cpgw' },
+      base: BASE,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
@@ -171,10 +175,7 @@ export function accessLogger(logger: Logger, enabled = true): Logger {
   let access = accessLoggers.get(logger);
   if (!access) {
     const stream = (logger as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym];
-    access = pino(
-      { level: logger.level, base: { service: 'cpgw' }, timestamp: pino.stdTimeFunctions.isoTime },
-      stream,
-    );
+    access = pino({ level: logger.level, base: BASE, timestamp: pino.stdTimeFunctions.isoTime }, stream);
     accessLoggers.set(logger, access);
     const bindings = (access as unknown as Record<symbol, unknown>)[pino.symbols.chindingsSym];
     // A destination that needs pino's metadata per line (pino.multistream) keeps pino's path.

@@ -137,9 +137,10 @@ export class GatewayMetrics {
    * hashes and validations (~1 µs of a ~25 µs answer). Keyed app -> route -> kind, each level
    * by a string the caller already holds (a joined key cost a HIT a string to build and hash).
    */
+  private readonly pendingHits = new Map<string, Map<string, Map<string | null, PendingHits>>>();
+
   /** What readLogDrops last read of the process's dropped log lines. */
   private logDropsSeen = 0;
-  private readonly pendingHits = new Map<string, Map<string, Map<string | null, PendingHits>>>();
 
   constructor(private readonly options: GatewayMetricsOptions) {
     this.apps = new Set(options.apps);
