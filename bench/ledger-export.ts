@@ -18,7 +18,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
 import { createStore } from '../src/store/create-store.ts';
 import { MemoryStore } from '../src/store/memory/memory-store.ts';
@@ -26,6 +25,7 @@ import { PostgresMoney } from '../src/store/postgres/postgres-money.ts';
 import { EmbeddedStore } from '../src/store/sqlite/embedded-store.ts';
 import { startHarness } from '../test/helpers/gateway-harness.ts';
 import { createTestDatabase } from '../test/helpers/postgres.ts';
+import { loopHeldWhile } from './loop-hold.ts';
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -208,22 +208,15 @@ async function stalls(
   command: string,
   args: string[],
 ): Promise<{ p50: number; p99: number; max: number; seconds: number }> {
-  const delay = monitorEventLoopDelay({ resolution: 1 });
-  const started = performance.now();
-  delay.enable();
-  await new Promise<void>((done, fail) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
-    child.once('error', fail);
-    child.once('exit', (code) => (code === 0 ? done() : fail(new Error(`${command} exited ${code}`))));
-  });
-  delay.disable();
-  const ms = (ns: number) => Number((ns / 1e6).toFixed(2));
-  return {
-    p50: ms(delay.percentile(50)),
-    p99: ms(delay.percentile(99)),
-    max: ms(delay.max),
-    seconds: Number(((performance.now() - started) / 1000).toFixed(1)),
-  };
+  const held = await loopHeldWhile(
+    () =>
+      new Promise<void>((done, fail) => {
+        const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+        child.once('error', fail);
+        child.once('exit', (code) => (code === 0 ? done() : fail(new Error(`${command} exited ${code}`))));
+      }),
+  );
+  return { p50: held.p50, p99: held.p99, max: held.max, seconds: Number((held.ms / 1000).toFixed(1)) };
 }
 // The page walker: a child node, so that parsing the pages costs this process nothing.
 const walker = `let next = process.argv[1]; const h = { authorization: process.argv[2] };

@@ -9,10 +9,10 @@
 // Must never: report a figure it did not measure.
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { localDate } from '../src/cost/budget-periods.ts';
 import { MemoryStore } from '../src/store/memory/memory-store.ts';
 import { startHarness } from '../test/helpers/gateway-harness.ts';
+import { loopHeldWhile } from './loop-hold.ts';
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -57,18 +57,17 @@ for (let m = 0; m < MINUTES; m++) {
 for (const [day, list] of snapshotsByDay)
   await h.gateway.store.set(`wallet:day:${day}`, JSON.stringify(list), 400 * 86_400_000);
 
-const delay = monitorEventLoopDelay({ resolution: 1 });
-delay.enable();
-const started = performance.now();
-const res = await fetch(`${h.gateway.url}/admin/reconciliation`, {
-  headers: { authorization: `Bearer ${h.adminToken}` },
+const held = await loopHeldWhile(async () => {
+  const res = await fetch(`${h.gateway.url}/admin/reconciliation`, {
+    headers: { authorization: `Bearer ${h.adminToken}` },
+  });
+  const body = (await res.json()) as {
+    intervals: Array<{ ledger_minor: number; uncertain_minor: number }>;
+    days: unknown[];
+  };
+  return { res, body };
 });
-const body = (await res.json()) as {
-  intervals: Array<{ ledger_minor: number; uncertain_minor: number }>;
-  days: unknown[];
-};
-const ms = performance.now() - started;
-delay.disable();
+const { res, body } = held.value;
 const ledgerSum = body.intervals.reduce((n, r) => n + r.ledger_minor + r.uncertain_minor, 0);
 const result = {
   bench: 'reconciliation',
@@ -80,11 +79,8 @@ const result = {
   status: res.status,
   intervals: body.intervals.length,
   days: body.days.length,
-  answerMs: Math.round(ms),
-  eventLoopDelayMs: {
-    p99: Number((delay.percentile(99) / 1e6).toFixed(1)),
-    max: Number((delay.max / 1e6).toFixed(1)),
-  },
+  answerMs: Math.round(held.ms),
+  eventLoopDelayMs: { p99: held.p99, max: held.max },
 };
 await h.close();
 // Every charge between the first and last snapshot is in an interval (once, as certain or

@@ -8,10 +8,10 @@
 // Must never: report a figure it did not measure.
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { localDate } from '../src/cost/budget-periods.ts';
 import { MemoryStore } from '../src/store/memory/memory-store.ts';
 import { startHarness } from '../test/helpers/gateway-harness.ts';
+import { loopHeldWhile } from './loop-hold.ts';
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -44,21 +44,20 @@ let total: { charges: { count: number; amount_minor: number } } | null = null;
 let days: Array<{ charges_count: number }> = [];
 let status = 0;
 for (let run = 0; run < 3; run++) {
-  const delay = monitorEventLoopDelay({ resolution: 1 });
-  delay.enable();
-  const started = performance.now();
-  const res = await fetch(`${h.gateway.url}/admin/statements/${month}`, {
-    headers: { authorization: `Bearer ${h.adminToken}` },
+  const held = await loopHeldWhile(async () => {
+    const res = await fetch(`${h.gateway.url}/admin/statements/${month}`, {
+      headers: { authorization: `Bearer ${h.adminToken}` },
+    });
+    const body = (await res.json()) as {
+      total: { charges: { count: number; amount_minor: number }; days: Array<{ charges_count: number }> };
+    };
+    return { res, body };
   });
-  const body = (await res.json()) as {
-    total: { charges: { count: number; amount_minor: number }; days: Array<{ charges_count: number }> };
-  };
-  const ms = performance.now() - started;
-  delay.disable();
+  const { res, body } = held.value;
   status = res.status;
   total = body.total;
   days = body.total.days;
-  runs.push({ answerMs: Math.round(ms), eventLoopDelayMaxMs: Number((delay.max / 1e6).toFixed(1)) });
+  runs.push({ answerMs: Math.round(held.ms), eventLoopDelayMaxMs: held.max });
 }
 await h.close();
 const result = {

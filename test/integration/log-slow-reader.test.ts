@@ -6,11 +6,11 @@
 // stopped on each full pipe and tried again: a reader that stopped stopped the gateway.)
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { envWithoutCpgw, waitForOutput } from '../helpers/child-process.ts';
+import { freePort } from '../helpers/redis.ts';
 
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
@@ -18,14 +18,6 @@ afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A demo gateway at log level info, its banner read; stdout still a pipe to this process. */
 async function demoGateway(metricsPort: number) {
