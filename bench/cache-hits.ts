@@ -21,7 +21,9 @@
 // target and connections (ratios of the medians; the JSON also has the median of the per-round
 // ratios). Issue 33's HIT targets are checked and printed. Prints a table and writes
 // bench/results/cache-hits.json and its chart, bench/results/cache-hits.svg (bench/chart.ts).
-//   node bin/run-ts.js bench/cache-hits.ts [--seconds 1] [--rounds 5] [--concurrency 16,64] [--upstream-key-limit 60] [--no-wrk]
+// With wrk, every server runs pinned to one CPU and this process with wrk to another
+// (bench/cpu-pin.ts; --no-pin: as the scheduler places them, every figure before 2026-11-29 18:50).
+//   node bin/run-ts.js bench/cache-hits.ts [--seconds 1] [--rounds 5] [--concurrency 16,64] [--upstream-key-limit 60] [--no-wrk] [--no-pin]
 //        [--log-level warn|info]  (warn by default: no request log line; info is the gateway's default)
 // Redis: REDIS_URL, else redis://127.0.0.1:6379; a unique key prefix, and only the keys under
 // it are deleted at the end.
@@ -36,6 +38,7 @@ import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { cacheHitsSvg } from './chart.ts';
 import { type Child, chosenGatewayNode, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { pinBench, pinningText, pinProcess } from './cpu-pin.ts';
 import { ceilingCheck } from './machine-check.ts';
 import { type NginxCache, startNginxCache } from './nginx-cache.ts';
 import { writeBenchGatewayConfig } from './pass-through-rig.ts';
@@ -62,6 +65,8 @@ const USE_WRK = !process.argv.includes('--no-wrk') && wrkAvailable();
  * e.g. `--log-level info`, the gateway's default, which writes one line per HIT.
  */
 const LOG_LEVEL = argValue('--log-level') ?? 'warn';
+/** Each server on a core of its own, wrk and this process on the other (bench/cpu-pin.ts), unless --no-pin. */
+const PIN = !process.argv.includes('--no-pin');
 const INN = '7707083893';
 const BIC = '044525225';
 
@@ -442,6 +447,7 @@ const LOAD_AT_START = round(loadavg()[0] ?? 0, 2);
 const redis = await connectRedis();
 const dir = await mkdtemp(join(tmpdir(), 'cpgw-bench-'));
 const children: Child[] = [];
+let pinning: ReturnType<typeof pinBench> = null;
 let nginx: NginxCache | null = null;
 const cells: Cell[] = [];
 const warmup: Record<string, unknown> = {};
@@ -639,8 +645,17 @@ try {
     });
   }
 
+  // Every server started: each is pinned to the server CPU (only one is loaded at a time), this
+  // process and the wrk it spawns from here on to the other.
+  pinning = pinBench(PIN && USE_WRK);
+  if (pinning)
+    for (const server of [direct, ...servers]) {
+      const pid = server.pid();
+      if (pid === undefined) throw new Error(`${server.name}: no process to pin`);
+      pinProcess(pid, pinning.serverCpu);
+    }
   console.log(
-    `cache-hits: ${cpus().length} CPUs, node ${process.version}, load ${loadavg()[0]!.toFixed(2)}; gateways at log level ${LOG_LEVEL}${LOG_LEVEL === 'warn' ? ' (no request log line; the default, info, writes one per HIT)' : ''}; ${ROUNDS} rounds of ${SECONDS} s per cell (after ${WARMUP_SECONDS} s warm-up); req/s, p50, p99, CPU: medians over the rounds; CPU ms/req: the server process (+ the Redis server); client: cores this client used`,
+    `cache-hits: ${cpus().length} CPUs, ${pinningText(pinning)}, node ${process.version}, load ${loadavg()[0]!.toFixed(2)}; gateways at log level ${LOG_LEVEL}${LOG_LEVEL === 'warn' ? ' (no request log line; the default, info, writes one per HIT)' : ''}; ${ROUNDS} rounds of ${SECONDS} s per cell (after ${WARMUP_SECONDS} s warm-up); req/s, p50, p99, CPU: medians over the rounds; CPU ms/req: the server process (+ the Redis server); client: cores this client used`,
   );
   console.log(
     row([
@@ -808,6 +823,8 @@ const report = {
     // CPGW_BENCH_GATEWAY_NODE (cpgw-process.ts): what ran the gateways when not the bench's node.
     gateway_node: chosenGatewayNode(),
     log_level: LOG_LEVEL,
+    // bench/cpu-pin.ts: the servers' CPU and the CPU of wrk and this client; null: not pinned.
+    pinning: pinning ? { server_cpu: pinning.serverCpu, load_cpu: pinning.loadCpu } : null,
     platform: `${process.platform} ${process.arch}`,
     loadavg_1m_at_start: LOAD_AT_START,
     loadavg_1m_at_end: round(loadavg()[0] ?? 0, 2),

@@ -8,9 +8,10 @@
 // cell, and reads the CPU the gateway process spent over that load (/proc: all threads and the
 // main thread, 10 ms ticks). Prints the medians over the rounds per build, req/s, CPU µs per HIT
 // and p50/p99, and writes bench/results/hit-ab.json. Counts of CPU move less than req/s on a
-// shared machine; compare builds within one run only.
+// shared machine; compare builds within one run only. The gateways run pinned to one CPU and this
+// process with wrk to another (bench/cpu-pin.ts) unless --no-pin.
 //   node bin/run-ts.js bench/hit-ab.ts [--target bank|identity|gzip|br] [--store memory|embedded] [--connections 16]
-//        [--seconds 3] [--rounds 6] [--log-level info|warn] <build dir>[=<node binary>] ...
+//        [--seconds 3] [--rounds 6] [--log-level info|warn] [--no-pin] <build dir>[=<node binary>] ...
 // Must never: leave a process running.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -19,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { median } from '../test/helpers/intervals.ts';
 import { buildRuns, type Child, cpuTicks, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { pinBench, pinningText, pinProcess } from './cpu-pin.ts';
 import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { runWrk, type WrkRun, wrkAvailable } from './wrk-load.ts';
 
@@ -31,6 +33,7 @@ const { values, positionals } = parseArgs({
     rounds: { type: 'string', default: '6' },
     'log-level': { type: 'string', default: 'info' },
     store: { type: 'string', default: 'memory' },
+    'no-pin': { type: 'boolean', default: false },
   },
 });
 const TARGETS: Record<string, { path: string; acceptEncoding: string }> = {
@@ -53,6 +56,7 @@ const ROUNDS = Number(values.rounds);
 const runs = buildRuns(positionals);
 
 const loadAtStart = loadavg()[0]!;
+let pinning: ReturnType<typeof pinBench> = null;
 const children: Child[] = [];
 const keys = runs.map((_, i) => `hit-ab-${i}`);
 const rows: { req_per_s: number[]; cpu_us_all: number[]; cpu_us_main: number[]; wrk: WrkRun[] }[] = runs.map(
@@ -102,6 +106,9 @@ try {
     await pool.close();
     await runWrk(`${gw.match[1]!}${target.path}`, headers, CONNECTIONS, 2); // warm-up
   }
+  // Each gateway on the server CPU (one is loaded at a time), this process and wrk on the other.
+  pinning = pinBench(!values['no-pin']);
+  if (pinning) for (const { pid } of gateways) pinProcess(pid, pinning.serverCpu);
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? [...gateways.keys()] : [...gateways.keys()].reverse();
     for (const j of order) {
@@ -124,7 +131,7 @@ try {
 }
 
 console.log(
-  `hit-ab: ${values.target} HIT, ${STORE} store, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s, log level ${values['log-level']}; load ${loadAtStart.toFixed(2)} -> ${loadavg()[0]!.toFixed(2)}; medians over the rounds`,
+  `hit-ab: ${values.target} HIT, ${STORE} store, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s, log level ${values['log-level']}, ${pinningText(pinning)}; load ${loadAtStart.toFixed(2)} -> ${loadavg()[0]!.toFixed(2)}; medians over the rounds`,
 );
 const results = runs.map((run, j) => {
   const row = rows[j]!;
@@ -155,6 +162,7 @@ await writeFile(
       seconds: SECONDS,
       rounds: ROUNDS,
       log_level: values['log-level'],
+      pinning: pinning ? { server_cpu: pinning.serverCpu, load_cpu: pinning.loadCpu } : null,
       loadavg_1m_at_start: loadAtStart,
       results,
     },
