@@ -1,18 +1,21 @@
-// A core for the server under test, another for its load: the HIT benches pin every server
-// process (all its threads) to one CPU and themselves, with the wrk they spawn and the readers of
-// the servers' output, to another (taskset). On a 2-core machine a server and wrk otherwise share
-// both cores as the scheduler places them, and a placement holds for seconds to a process's whole
-// life: fresh gateways of one build, each loaded the same way, read 11.9 to 14.2 µs of CPU a
+// A core for the server under test, another for its load: the HIT benches pin every server's
+// main thread (its event loop) to one CPU and themselves, with the wrk they spawn and the readers
+// of the servers' output, to another (taskset). On a 2-core machine a server and wrk otherwise
+// share both cores as the scheduler places them, and a placement holds for seconds to a process's
+// whole life: fresh gateways of one build, each loaded the same way, read 11.9 to 14.2 µs of CPU a
 // bank-record HIT by process, 15 % apart, and the same five pinned read 11.7 to 12.4 (issue 33,
-// thirteenth pass, docs/performance.md). Pinned, each server has a core to itself, as a server
+// thirteenth pass, docs/performance.md). Pinned, each event loop has a core to itself, as a server
 // and its clients on different machines would; the ratios between servers then compare servers,
-// not their draws. The Redis server and PostgreSQL are not pinned (they are not ours).
+// not their draws. A server's other threads (V8's collector and compiler, libuv's pool) are left
+// where the scheduler puts them: pinned to the event loop's core too, the collector's concurrent
+// marking took turns with it and the memory gateway's p99 at 16 connections rose from ~0.8 to
+// ~3.5 ms in two cells. The Redis server and PostgreSQL are not pinned (they are not ours).
 // Must never: pin a process it did not start (other than itself), or fail a bench where taskset
 // or a second core is missing (it says so and runs unpinned).
 import { spawnSync } from 'node:child_process';
 
 export interface CpuPinning {
-  /** The CPU the servers under test run on. */
+  /** The CPU the servers' event loops run on. */
   serverCpu: number;
   /** The CPU this process, the load generator it spawns and everything else of the bench run on. */
   loadCpu: number;
@@ -49,16 +52,19 @@ export function pinBench(enabled: boolean): CpuPinning | null {
   return pinning;
 }
 
-/** Pins every thread of `pid` (a server this bench started) to `cpu`; threads it makes later follow. */
+/**
+ * Pins the main thread of `pid` (a server this bench started: its event loop) to `cpu`; its other
+ * threads, made when it started, keep the CPUs they had.
+ */
 export function pinProcess(pid: number, cpu: number): void {
-  const run = spawnSync('taskset', ['-a', '-c', '-p', String(cpu), String(pid)], { encoding: 'utf8' });
+  const run = spawnSync('taskset', ['-c', '-p', String(cpu), String(pid)], { encoding: 'utf8' });
   if (run.error || run.status !== 0)
-    throw new Error(`taskset -a -c -p ${cpu} ${pid}: ${run.error?.message ?? run.stderr.trim()}`);
+    throw new Error(`taskset -c -p ${cpu} ${pid}: ${run.error?.message ?? run.stderr.trim()}`);
 }
 
 /** The header's words for a pinning. */
 export function pinningText(pinning: CpuPinning | null): string {
   return pinning
-    ? `servers pinned to CPU ${pinning.serverCpu}, wrk and this client to CPU ${pinning.loadCpu}`
+    ? `servers' event loops pinned to CPU ${pinning.serverCpu}, wrk and this client to CPU ${pinning.loadCpu}`
     : 'not pinned (--no-pin, or taskset or a second CPU missing)';
 }
