@@ -62,12 +62,24 @@ maybe('rate limits across three replicas on one Redis', () => {
     const replicas = [replica(prefix, classes), replica(prefix, classes), replica(prefix, classes)];
 
     // Every slot the Redis log ever held, with its server-time score (each lives a full window;
-    // sampling every 100 ms sees all of them).
+    // sampling every 100 ms sees all of them). A slot gone from the log before its window ended
+    // was given back: a take whose waiter did not use it (its deadline passed meanwhile, or a
+    // fair-share retake), which started no call. A loaded machine makes those; counted as starts,
+    // one read 63 logged against 62 granted and 21 in a window (CI, 2026-11-29).
     const watcher = new Redis(url, { maxRetriesPerRequest: 1 });
     const seen = new Map<string, number>();
+    const givenBack = new Set<string>();
     const sample = async () => {
+      const at = Date.now();
       const flat = await watcher.zrange(`${prefix}{limits}:w:search`, 0, -1, 'WITHSCORES');
-      for (let i = 0; i < flat.length; i += 2) seen.set(flat[i] as string, Number(flat[i + 1]));
+      const present = new Set<string>();
+      for (let i = 0; i < flat.length; i += 2) {
+        seen.set(flat[i] as string, Number(flat[i + 1]));
+        present.add(flat[i] as string);
+      }
+      // Scores are Redis's clock, this machine's too; a slot is only pruned once its window and
+      // edge margin have passed, so one missing 50 ms before its window ends was given back.
+      for (const [id, score] of seen) if (!present.has(id) && at < score + WINDOW - 50) givenBack.add(id);
     };
     const sampler = setInterval(() => void sample(), 100);
 
@@ -98,12 +110,13 @@ maybe('rate limits across three replicas on one Redis', () => {
     clearInterval(sampler);
     watcher.disconnect();
 
-    const starts = [...seen.values()].sort((a, b) => a - b);
+    const starts = [...seen].filter(([id]) => !givenBack.has(id)).map(([, score]) => score);
+    starts.sort((a, b) => a - b);
     const first = starts[0] ?? 0;
     const inRun = starts.filter((t) => t < first + RUN_MS).length;
     const worst = maxInAnyInterval(starts, WINDOW);
     console.log(
-      `redis x3: granted=${granted} logged=${starts.length} max-in-any-window=${worst}/${LIMIT} used=${inRun}/${(RUN_MS / WINDOW) * LIMIT} trickle served=${trickleWaits.length} refused=${trickleDenied} median=${median(trickleWaits)}ms max=${Math.max(...trickleWaits)}ms`,
+      `redis x3: granted=${granted} logged=${starts.length} given-back=${givenBack.size} max-in-any-window=${worst}/${LIMIT} used=${inRun}/${(RUN_MS / WINDOW) * LIMIT} trickle served=${trickleWaits.length} refused=${trickleDenied} median=${median(trickleWaits)}ms max=${Math.max(...trickleWaits)}ms`,
     );
     expect(starts.length).toBe(granted);
     expect(worst).toBeLessThanOrEqual(LIMIT);
