@@ -38,7 +38,8 @@ import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { cacheHitsSvg } from './chart.ts';
 import { type Child, chosenGatewayNode, startCpgw, stopCpgw } from './cpgw-process.ts';
-import { pinBench, pinningText, pinProcess } from './cpu-pin.ts';
+import { pinBench, pinningJson, pinningText, pinProcess } from './cpu-pin.ts';
+import { HIT_BIC as BIC, HIT_CELLS, type HitCell, HIT_INN as INN } from './hit-cells.ts';
 import { ceilingCheck } from './machine-check.ts';
 import { type NginxCache, startNginxCache } from './nginx-cache.ts';
 import { writeBenchGatewayConfig } from './pass-through-rig.ts';
@@ -67,8 +68,6 @@ const USE_WRK = !process.argv.includes('--no-wrk') && wrkAvailable();
 const LOG_LEVEL = argValue('--log-level') ?? 'warn';
 /** Each server on a core of its own, wrk and this process on the other (bench/cpu-pin.ts), unless --no-pin. */
 const PIN = !process.argv.includes('--no-pin');
-const INN = '7707083893';
-const BIC = '044525225';
 
 type ServerName =
   | 'emulator (direct)'
@@ -83,30 +82,10 @@ const TARGET_REDIS_VS_MEMORY = 0.95;
 const TARGET_P99_MS = 2;
 const TARGET_P99_CONCURRENCY = 16;
 
-interface Target {
-  name: string;
-  path: string;
-  acceptEncoding: string;
-  /** Content-Encoding the gateway must answer with (null = none). */
-  gatewayEncoding: string | null;
-}
+/** A cell's request and the Content-Encoding the gateway must answer with (hit-cells.ts). */
+type Target = HitCell;
 
-const TARGETS: Target[] = [
-  {
-    name: 'dossier, identity',
-    path: `/v1/companies/${INN}`,
-    acceptEncoding: 'identity',
-    gatewayEncoding: null,
-  },
-  {
-    name: 'dossier, gzip',
-    path: `/v1/companies/${INN}`,
-    acceptEncoding: 'gzip',
-    gatewayEncoding: 'gzip',
-  },
-  { name: 'dossier, br', path: `/v1/companies/${INN}`, acceptEncoding: 'br', gatewayEncoding: 'br' },
-  { name: 'bank record', path: `/v1/banks/${BIC}`, acceptEncoding: 'identity', gatewayEncoding: null },
-];
+const TARGETS: Target[] = Object.values(HIT_CELLS);
 
 interface Server {
   name: ServerName;
@@ -186,12 +165,10 @@ function verdict(server: Server, target: Target, status: number, headers: Record
   }
   if (server.name === 'nginx proxy_cache') {
     if (headers['x-cache'] !== 'HIT') return { ok: false, why: `x-cache ${String(headers['x-cache'])}` };
-    return encoding === target.gatewayEncoding
-      ? { ok: true }
-      : { ok: false, why: `content-encoding ${encoding}` };
+    return encoding === target.encoding ? { ok: true } : { ok: false, why: `content-encoding ${encoding}` };
   }
   if (headers['x-cache'] !== 'HIT') return { ok: false, why: `x-cache ${String(headers['x-cache'])}` };
-  if (encoding !== target.gatewayEncoding) return { ok: false, why: `content-encoding ${encoding}` };
+  if (encoding !== target.encoding) return { ok: false, why: `content-encoding ${encoding}` };
   return { ok: true };
 }
 
@@ -596,7 +573,7 @@ try {
       memoryServer.url,
       target.path,
       headers,
-      target.gatewayEncoding,
+      target.encoding,
       redisServer ? [redisServer.url] : [],
     );
     // The Redis gateway's answer in the same warm state: its hit path needs the windows and the
@@ -824,7 +801,7 @@ const report = {
     gateway_node: chosenGatewayNode(),
     log_level: LOG_LEVEL,
     // bench/cpu-pin.ts: the servers' CPU and the CPU of wrk and this client; null: not pinned.
-    pinning: pinning ? { server_cpu: pinning.serverCpu, load_cpu: pinning.loadCpu } : null,
+    pinning: pinningJson(pinning),
     platform: `${process.platform} ${process.arch}`,
     loadavg_1m_at_start: LOAD_AT_START,
     loadavg_1m_at_end: round(loadavg()[0] ?? 0, 2),

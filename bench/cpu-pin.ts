@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 export interface CpuPinning {
   /** The CPU the servers' event loops run on. */
   serverCpu: number;
-  /** The CPU this process, the load generator it spawns and everything else of the bench run on. */
+  /** The CPU of this process's event loop and of what it spawns once pinned (wrk, other servers). */
   loadCpu: number;
 }
 
@@ -60,6 +60,11 @@ export function pinProcess(pid: number, cpu: number): void {
   const run = spawnSync('taskset', ['-c', '-p', String(cpu), String(pid)], { encoding: 'utf8' });
   if (run.error || run.status !== 0)
     throw new Error(`taskset -c -p ${cpu} ${pid}: ${run.error?.message ?? run.stderr.trim()}`);
+}
+
+/** A pinning as the benches' results record it (null: not pinned). */
+export function pinningJson(pinning: CpuPinning | null): { server_cpu: number; load_cpu: number } | null {
+  return pinning ? { server_cpu: pinning.serverCpu, load_cpu: pinning.loadCpu } : null;
 }
 
 /** The header's words for a pinning. */

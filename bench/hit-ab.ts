@@ -20,7 +20,8 @@ import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { median } from '../test/helpers/intervals.ts';
 import { buildRuns, type Child, cpuTicks, startCpgw, stopCpgw } from './cpgw-process.ts';
-import { pinBench, pinningText, pinProcess } from './cpu-pin.ts';
+import { pinBench, pinningJson, pinningText, pinProcess } from './cpu-pin.ts';
+import { hitCell } from './hit-cells.ts';
 import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { runWrk, type WrkRun, wrkAvailable } from './wrk-load.ts';
 
@@ -36,13 +37,7 @@ const { values, positionals } = parseArgs({
     'no-pin': { type: 'boolean', default: false },
   },
 });
-const TARGETS: Record<string, { path: string; acceptEncoding: string }> = {
-  bank: { path: '/v1/banks/044525225', acceptEncoding: 'identity' },
-  identity: { path: '/v1/companies/7707083893', acceptEncoding: 'identity' },
-  gzip: { path: '/v1/companies/7707083893', acceptEncoding: 'gzip' },
-  br: { path: '/v1/companies/7707083893', acceptEncoding: 'br' },
-};
-const target = TARGETS[values.target];
+const target = hitCell(values.target);
 const STORE = values.store;
 if (!target || positionals.length < 1 || !wrkAvailable() || (STORE !== 'memory' && STORE !== 'embedded')) {
   console.error(
@@ -162,7 +157,7 @@ await writeFile(
       seconds: SECONDS,
       rounds: ROUNDS,
       log_level: values['log-level'],
-      pinning: pinning ? { server_cpu: pinning.serverCpu, load_cpu: pinning.loadCpu } : null,
+      pinning: pinningJson(pinning),
       loadavg_1m_at_start: loadAtStart,
       results,
     },

@@ -28,6 +28,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { type Child, ensureBuilt, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { hitCell } from './hit-cells.ts';
 import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { captureSteady, startCeiling } from './raw-http.ts';
 
@@ -39,13 +40,7 @@ const { values } = parseArgs({
     build: { type: 'string', multiple: true },
   },
 });
-const TARGETS: Record<string, { path: string; acceptEncoding: string; encoding: string | null }> = {
-  bank: { path: '/v1/banks/044525225', acceptEncoding: 'identity', encoding: null },
-  identity: { path: '/v1/companies/7707083893', acceptEncoding: 'identity', encoding: null },
-  gzip: { path: '/v1/companies/7707083893', acceptEncoding: 'gzip', encoding: 'gzip' },
-  br: { path: '/v1/companies/7707083893', acceptEncoding: 'br', encoding: 'br' },
-};
-const chosen = TARGETS[values.target];
+const chosen = hitCell(values.target);
 if (!chosen) throw new Error('usage: --target bank|identity|gzip|br');
 const target = chosen;
 const WARM = Number(values.warm);

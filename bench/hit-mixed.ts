@@ -8,8 +8,8 @@
 // ever served one answer; cache-hits.ts measures one process per store for all its cells. This
 // one says how far apart processes of one build land, and what the traffic before changes: it
 // found the scheduler's placement of a gateway and wrk on a 2-core machine (11.9-14.2 µs a HIT by
-// process; bench/cpu-pin.ts) and a HIT's request log line costing more after mixed traffic than
-// alone (issue 33, thirteenth pass, docs/performance.md). Pinned like the other HIT benches
+// process; bench/cpu-pin.ts), and that a HIT's request log line costs as much alone (--no-mix) as
+// after mixed traffic (issue 33, thirteenth pass, docs/performance.md). Pinned like the other HIT benches
 // (cpu-pin.ts) unless --no-pin. Writes bench/results/hit-mixed.json.
 //   node bin/run-ts.js bench/hit-mixed.ts [--processes 4] [--target bank|identity|gzip|br] [--log-level info|warn]
 //        [--rounds 3] [--seconds 3] [--no-mix] [--no-pin]
@@ -19,7 +19,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { chosenGatewayNode, cpuTicks, startCpgw, stopCpgw } from './cpgw-process.ts';
-import { pinBench, pinningText, pinProcess } from './cpu-pin.ts';
+import { pinBench, pinningJson, pinningText, pinProcess } from './cpu-pin.ts';
+import { HIT_CELLS, hitCell } from './hit-cells.ts';
 import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { runWrk, wrkAvailable } from './wrk-load.ts';
 
@@ -34,15 +35,7 @@ const { values } = parseArgs({
     'no-pin': { type: 'boolean', default: false },
   },
 });
-const INN = '7707083893';
-const BIC = '044525225';
-const CELLS: Record<string, { path: string; acceptEncoding: string }> = {
-  identity: { path: `/v1/companies/${INN}`, acceptEncoding: 'identity' },
-  gzip: { path: `/v1/companies/${INN}`, acceptEncoding: 'gzip' },
-  br: { path: `/v1/companies/${INN}`, acceptEncoding: 'br' },
-  bank: { path: `/v1/banks/${BIC}`, acceptEncoding: 'identity' },
-};
-const target = CELLS[values.target];
+const target = hitCell(values.target);
 const PROCESSES = Number(values.processes);
 const ROUNDS = Number(values.rounds);
 const SECONDS = Number(values.seconds);
@@ -94,7 +87,7 @@ try {
       const pid = gw.child.process.pid!;
       if (pinning) pinProcess(pid, pinning.serverCpu);
       // Each answer in the cache (a MISS, then a HIT checked), as cache-hits.ts warms up.
-      for (const cell of [CELLS.identity!, CELLS.bank!]) {
+      for (const cell of [HIT_CELLS.identity, HIT_CELLS.bank]) {
         for (let n = 0; n < 2; n++) {
           const res = await fetch(url + cell.path, { headers: auth });
           await res.arrayBuffer();
@@ -104,7 +97,7 @@ try {
       }
       if (!values['no-mix'])
         for (const connections of [16, 64])
-          for (const cell of Object.values(CELLS))
+          for (const cell of Object.values(HIT_CELLS))
             await runWrk(
               url + cell.path,
               { ...auth, 'accept-encoding': cell.acceptEncoding },
@@ -156,7 +149,7 @@ await writeFile(
       target: values.target,
       mixed_first: !values['no-mix'],
       log_level: values['log-level'],
-      pinning: pinning ? { server_cpu: pinning.serverCpu, load_cpu: pinning.loadCpu } : null,
+      pinning: pinningJson(pinning),
       rounds: ROUNDS,
       seconds: SECONDS,
       loadavg_1m_at_start: loadAtStart,

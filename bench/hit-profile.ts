@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { deleteKeysUnder } from '../test/helpers/redis.ts';
 import { type Child, startCpgw, stopCpgw } from './cpgw-process.ts';
+import { hitCell } from './hit-cells.ts';
 import { writeBenchGatewayConfig } from './pass-through-rig.ts';
 import { captureSteady, differences, rawGet, startCeiling } from './raw-http.ts';
 import { runWrk, type WrkRun } from './wrk-load.ts';
@@ -39,21 +40,7 @@ const { values } = parseArgs({
     keep: { type: 'string' },
   },
 });
-const TARGETS: Record<
-  string,
-  { name: string; path: string; acceptEncoding: string; encoding: string | null }
-> = {
-  identity: {
-    name: 'dossier, identity',
-    path: '/v1/companies/7707083893',
-    acceptEncoding: 'identity',
-    encoding: null,
-  },
-  gzip: { name: 'dossier, gzip', path: '/v1/companies/7707083893', acceptEncoding: 'gzip', encoding: 'gzip' },
-  br: { name: 'dossier, br', path: '/v1/companies/7707083893', acceptEncoding: 'br', encoding: 'br' },
-  bank: { name: 'bank record', path: '/v1/banks/044525225', acceptEncoding: 'identity', encoding: null },
-};
-const target = TARGETS[values.target];
+const target = hitCell(values.target);
 if (!target || (values.store !== 'memory' && values.store !== 'redis'))
   throw new Error('usage: --store memory|redis --target identity|gzip|br|bank');
 const CONNECTIONS = Number(values.connections);
